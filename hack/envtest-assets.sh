@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds kube-apiserver and etcd for envtest from their Go modules into a cache
+# outside the work tree, and prints the directory that holds them.
+#
+# A finished directory carries a stamp file; it is written last, after both
+# binaries have been renamed into place, so an interrupted build is never
+# taken for a finished one. Each binary is built to a temporary name in the
+# same directory and renamed, so a half-written file never has the final name.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+tools="$root/hack/tools/envtest"
+# shellcheck source=tools/envtest/versions.env
+. "$tools/versions.env"
+
+cache=${CAPWIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/capwin}
+dir="$cache/envtest/kube-$KUBE_VERSION-etcd-$ETCD_VERSION"
+stamp="$dir/.complete"
+
+if [[ -f "$stamp" && -x "$dir/kube-apiserver" && -x "$dir/etcd" ]]; then
+  echo "$dir"
+  exit 0
+fi
+
+# The wrapper modules must pin the versions named in versions.env.
+grep -q "k8s.io/kubernetes $KUBE_VERSION" "$tools/kube-apiserver/go.mod" ||
+  { echo "hack/tools/envtest/kube-apiserver/go.mod does not pin k8s.io/kubernetes $KUBE_VERSION" >&2; exit 1; }
+grep -q "go.etcd.io/etcd/server/v3 $ETCD_VERSION" "$tools/etcd/go.mod" ||
+  { echo "hack/tools/envtest/etcd/go.mod does not pin go.etcd.io/etcd/server/v3 $ETCD_VERSION" >&2; exit 1; }
+
+mkdir -p "$dir"
+rm -f "$stamp"
+
+build() { # name module-dir package ldflags
+  local name=$1 mod=$2 pkg=$3 ldflags=$4 tmp
+  if [[ -x "$dir/$name" ]]; then
+    return 0 # renamed into place only once complete
+  fi
+  tmp=$(mktemp "$dir/.$name.XXXXXX")
+  trap 'rm -f "$tmp"' EXIT
+  echo "building $name ($pkg) into $dir; this takes several minutes the first time" >&2
+  (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg")
+  mv -f "$tmp" "$dir/$name"
+  trap - EXIT
+}
+
+minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
+build kube-apiserver "$tools/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver \
+  "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+build etcd "$tools/etcd" go.etcd.io/etcd/server/v3 "-s -w"
+
+"$dir/kube-apiserver" --version >&2
+"$dir/etcd" --version | head -1 >&2
+touch "$stamp"
+echo "$dir"
