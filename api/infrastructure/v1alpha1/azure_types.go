@@ -1,0 +1,223 @@
+package v1alpha1
+
+// AzureClusterSpec is the Azure subscription, region and network a
+// HybridCluster's machines are created in.
+type AzureClusterSpec struct {
+	// subscriptionID is the Azure subscription (a GUID).
+	// +required
+	// +kubebuilder:validation:MinLength=36
+	// +kubebuilder:validation:MaxLength=36
+	SubscriptionID string `json:"subscriptionID,omitempty"`
+
+	// location is the Azure region, for example westeurope.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Location string `json:"location,omitempty"`
+
+	// resourceGroup holds the cluster's resources; created when missing.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=90
+	ResourceGroup string `json:"resourceGroup,omitempty"`
+
+	// network is the virtual network and its subnets.
+	// +required
+	Network AzureNetworkSpec `json:"network,omitempty,omitzero"`
+
+	// identityRef names the credentials: a Secret in the HybridCluster's
+	// namespace (keys tenantID, clientID, clientSecret), or a
+	// HybridClusterIdentity whose allowedNamespaces admit this namespace.
+	// +required
+	IdentityRef IdentityReference `json:"identityRef,omitempty,omitzero"`
+}
+
+// AzureNetworkSpec is a virtual network and its subnets.
+type AzureNetworkSpec struct {
+	// vnetName is the virtual network's name.
+	// +required
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=64
+	VNetName string `json:"vnetName,omitempty"`
+
+	// cidrBlocks are the virtual network's address spaces.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=64
+	CIDRBlocks []string `json:"cidrBlocks,omitempty"`
+
+	// subnets are the subnets machines attach to.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Subnets []AzureSubnet `json:"subnets,omitempty"`
+}
+
+// AzureSubnetRole is what a subnet is used for.
+// +kubebuilder:validation:Enum=ControlPlane;Node
+type AzureSubnetRole string
+
+const (
+	// SubnetControlPlane holds control-plane machines.
+	SubnetControlPlane AzureSubnetRole = "ControlPlane"
+	// SubnetNode holds worker machines.
+	SubnetNode AzureSubnetRole = "Node"
+)
+
+// AzureSubnet is one subnet of the cluster's virtual network.
+type AzureSubnet struct {
+	// name is the subnet's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=80
+	Name string `json:"name,omitempty"`
+
+	// role is ControlPlane or Node.
+	// +required
+	Role AzureSubnetRole `json:"role,omitempty"`
+
+	// cidrBlock is the subnet's address range; it must lie in the network's cidrBlocks.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	CIDRBlock string `json:"cidrBlock,omitempty"`
+}
+
+// AzureImage is the image a VM boots. Exactly one of id, marketplace or
+// computeGallery is set.
+type AzureImage struct {
+	// id is the full resource ID of a managed image or gallery image version.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	ID string `json:"id,omitempty"`
+
+	// marketplace is a Marketplace image.
+	// +optional
+	Marketplace *AzureMarketplaceImage `json:"marketplace,omitempty"`
+
+	// computeGallery is an image in an Azure Compute Gallery.
+	// +optional
+	ComputeGallery *AzureComputeGalleryImage `json:"computeGallery,omitempty"`
+}
+
+// AzureMarketplaceImage is a Marketplace image reference.
+type AzureMarketplaceImage struct {
+	// publisher of the image.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Publisher string `json:"publisher,omitempty"`
+	// offer of the image.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Offer string `json:"offer,omitempty"`
+	// sku of the image.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	SKU string `json:"sku,omitempty"`
+	// version of the image; a pinned version, not "latest", so that machines
+	// of one template are alike.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version,omitempty"`
+}
+
+// AzureComputeGalleryImage is an image version in an Azure Compute Gallery.
+type AzureComputeGalleryImage struct {
+	// gallery is the gallery's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=80
+	Gallery string `json:"gallery,omitempty"`
+	// name is the image definition's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=80
+	Name string `json:"name,omitempty"`
+	// version is the image version.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version,omitempty"`
+	// resourceGroup holds the gallery; the cluster's resource group when empty.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=90
+	ResourceGroup string `json:"resourceGroup,omitempty"`
+}
+
+// AzureStorageAccountType is the managed disk's storage type.
+// +kubebuilder:validation:Enum=Standard_LRS;StandardSSD_LRS;Premium_LRS;StandardSSD_ZRS;Premium_ZRS
+type AzureStorageAccountType string
+
+// AzureOSDisk is a VM's OS disk.
+type AzureOSDisk struct {
+	// diskSizeGB is the disk size. Defaults to 128.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4095
+	DiskSizeGB int32 `json:"diskSizeGB,omitempty"`
+
+	// storageAccountType defaults to Premium_LRS.
+	// +optional
+	StorageAccountType AzureStorageAccountType `json:"storageAccountType,omitempty"`
+}
+
+// AzureLicenseType is the license a Windows VM is billed with.
+// +kubebuilder:validation:Enum=None;Windows_Server
+type AzureLicenseType string
+
+const (
+	// LicenseNone bills the Windows license with the VM.
+	LicenseNone AzureLicenseType = "None"
+	// LicenseWindowsServer uses Azure Hybrid Benefit for Windows Server.
+	LicenseWindowsServer AzureLicenseType = "Windows_Server"
+)
+
+// AzureMachineSpec is the VM a HybridMachine is on Azure.
+type AzureMachineSpec struct {
+	// vmSize is the Azure VM size, for example Standard_D4s_v5.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	VMSize string `json:"vmSize,omitempty"`
+
+	// image is the image the VM boots.
+	// +required
+	Image AzureImage `json:"image,omitempty,omitzero"`
+
+	// osDisk is the VM's OS disk.
+	// +optional
+	OSDisk AzureOSDisk `json:"osDisk,omitempty,omitzero"`
+
+	// licenseType is Windows_Server to use Azure Hybrid Benefit; Windows only.
+	// +optional
+	LicenseType AzureLicenseType `json:"licenseType,omitempty"`
+
+	// subnetName is the subnet of the cluster's network the VM's NIC joins;
+	// the first subnet of the machine's role when empty.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=80
+	SubnetName string `json:"subnetName,omitempty"`
+
+	// enableIPForwarding lets the NIC forward traffic for addresses other than
+	// its own, as l2bridge pod networking needs.
+	// +optional
+	EnableIPForwarding *bool `json:"enableIPForwarding,omitempty"`
+
+	// sshPublicKey is the administrator's SSH key; Linux only.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=8192
+	SSHPublicKey string `json:"sshPublicKey,omitempty"`
+}

@@ -1,0 +1,266 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// MachineFinalizer keeps a HybridMachine until its VM is gone.
+const MachineFinalizer = "hybridmachine.infrastructure.cluster.x-k8s.io"
+
+// HybridMachineSpec is the desired state of a HybridMachine. Exactly one of
+// vsphere and azure is set, and it matches the HybridCluster's platform.
+type HybridMachineSpec struct {
+	// providerID is the ID of the VM as its Node reports it: vsphere://<BIOS
+	// UUID> or azure://<VM resource ID>. Set by the controller.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	ProviderID string `json:"providerID,omitempty"`
+
+	// os is the machine's operating system. Windows machines are workers only.
+	// +required
+	OS OSSpec `json:"os,omitempty,omitzero"`
+
+	// computerName overrides the machine's host name, which is otherwise
+	// derived from the Machine's namespace and name. Windows computer names
+	// are at most 15 characters. Not allowed in templates, where every
+	// machine would get the same name.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	ComputerName string `json:"computerName,omitempty"`
+
+	// vsphere makes the machine a vSphere VM.
+	// +optional
+	VSphere *VSphereMachineSpec `json:"vsphere,omitempty"`
+
+	// azure makes the machine an Azure VM.
+	// +optional
+	Azure *AzureMachineSpec `json:"azure,omitempty"`
+}
+
+// HybridMachineInitializationStatus is the initialization state that the
+// Cluster API contract reads.
+// +kubebuilder:validation:MinProperties=1
+type HybridMachineInitializationStatus struct {
+	// provisioned is true once the VM exists, runs and has its provider ID.
+	// +optional
+	Provisioned *bool `json:"provisioned,omitempty"`
+}
+
+// NodeBootstrapPhase is how far a node has come through its first boot.
+// +kubebuilder:validation:Enum=Pending;InstallingAgent;Configuring;Joining;Joined;Failed
+type NodeBootstrapPhase string
+
+const (
+	// NodeBootstrapPending means the VM has not reported yet.
+	NodeBootstrapPending NodeBootstrapPhase = "Pending"
+	// NodeBootstrapInstallingAgent means the payload is installing capwin-node.
+	NodeBootstrapInstallingAgent NodeBootstrapPhase = "InstallingAgent"
+	// NodeBootstrapConfiguring means the agent is writing configuration, creating
+	// the HNS network and registering services.
+	NodeBootstrapConfiguring NodeBootstrapPhase = "Configuring"
+	// NodeBootstrapJoining means kubeadm join is running.
+	NodeBootstrapJoining NodeBootstrapPhase = "Joining"
+	// NodeBootstrapJoined means the node joined the cluster.
+	NodeBootstrapJoined NodeBootstrapPhase = "Joined"
+	// NodeBootstrapFailed means a step failed; the message says which.
+	NodeBootstrapFailed NodeBootstrapPhase = "Failed"
+)
+
+// NodeBootstrapStatus is the bootstrap progress a node reports.
+// +kubebuilder:validation:MinProperties=1
+type NodeBootstrapStatus struct {
+	// phase is the last step the node reported.
+	// +optional
+	Phase NodeBootstrapPhase `json:"phase,omitempty"`
+
+	// message is the node's own words about that step.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=10240
+	Message string `json:"message,omitempty"`
+
+	// lastUpdateTime is when the node last reported.
+	// +optional
+	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty,omitzero"`
+}
+
+// HybridMachineStatus is the observed state of a HybridMachine.
+// +kubebuilder:validation:MinProperties=1
+type HybridMachineStatus struct {
+	// initialization is what the Cluster API contract reads to learn that the
+	// machine is provisioned.
+	// +optional
+	Initialization HybridMachineInitializationStatus `json:"initialization,omitempty,omitzero"`
+
+	// addresses are the VM's host name and IP addresses.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Addresses []clusterv1.MachineAddress `json:"addresses,omitempty"`
+
+	// failureDomain is where the VM was placed.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	FailureDomain string `json:"failureDomain,omitempty"`
+
+	// nodeBootstrap is the progress the node reports during its first boot.
+	// +optional
+	NodeBootstrap NodeBootstrapStatus `json:"nodeBootstrap,omitempty,omitzero"`
+
+	// conditions are the HybridMachine's current state.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=hybridmachines,scope=Namespaced,categories=cluster-api,shortName=hm
+// +kubebuilder:storageversion
+// +kubebuilder:subresource:status
+// +kubebuilder:metadata:labels="cluster.x-k8s.io/v1beta2=v1alpha1"
+// +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']",description="Cluster to which this HybridMachine belongs"
+// +kubebuilder:printcolumn:name="Platform",type="string",JSONPath=".metadata.labels['infrastructure\\.capwin\\.io/platform']",description="vsphere or azure"
+// +kubebuilder:printcolumn:name="OS",type="string",JSONPath=".spec.os.type"
+// +kubebuilder:printcolumn:name="Release",type="string",JSONPath=".spec.os.windowsRelease",description="Windows Server release"
+// +kubebuilder:printcolumn:name="ProviderID",type="string",JSONPath=".spec.providerID"
+// +kubebuilder:printcolumn:name="Bootstrap",type="string",JSONPath=".status.nodeBootstrap.phase",description="Bootstrap progress the node reports"
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+
+// HybridMachine is one Linux or Windows Server VM of a Cluster API Machine.
+type HybridMachine struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the HybridMachine.
+	// +required
+	Spec HybridMachineSpec `json:"spec,omitempty,omitzero"`
+
+	// status is the observed state of the HybridMachine.
+	// +optional
+	Status HybridMachineStatus `json:"status,omitempty,omitzero"`
+}
+
+// GetConditions returns the HybridMachine's conditions.
+func (m *HybridMachine) GetConditions() []metav1.Condition { return m.Status.Conditions }
+
+// SetConditions sets the HybridMachine's conditions.
+func (m *HybridMachine) SetConditions(conditions []metav1.Condition) {
+	m.Status.Conditions = conditions
+}
+
+// +kubebuilder:object:root=true
+
+// HybridMachineList is a list of HybridMachine.
+type HybridMachineList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []HybridMachine `json:"items"`
+}
+
+// HybridMachineTemplateResource is the HybridMachine a template stamps out.
+type HybridMachineTemplateResource struct {
+	// metadata is applied to the HybridMachines made from this template.
+	// +optional
+	ObjectMeta clusterv1.ObjectMeta `json:"metadata,omitempty,omitzero"`
+
+	// spec is the HybridMachines' spec.
+	// +required
+	Spec HybridMachineSpec `json:"spec,omitempty,omitzero"`
+}
+
+// HybridMachineTemplateSpec is the spec of a HybridMachineTemplate.
+type HybridMachineTemplateSpec struct {
+	// template is the HybridMachine to create.
+	// +required
+	Template HybridMachineTemplateResource `json:"template,omitempty,omitzero"`
+}
+
+// Architecture is a node's CPU architecture.
+// +kubebuilder:validation:Enum=amd64;arm64
+type Architecture string
+
+// NodeInfo is what the cluster autoscaler needs to know about a template's
+// nodes when it scales a MachineDeployment up from zero.
+// +kubebuilder:validation:MinProperties=1
+type NodeInfo struct {
+	// architecture is the nodes' CPU architecture.
+	// +optional
+	Architecture Architecture `json:"architecture,omitempty"`
+
+	// operatingSystem is linux or windows, as in the kubernetes.io/os label.
+	// +optional
+	// +kubebuilder:validation:Enum=linux;windows
+	OperatingSystem string `json:"operatingSystem,omitempty"`
+}
+
+// HybridMachineTemplateStatus is what a template's machines offer, for the
+// cluster autoscaler's scale from zero.
+// +kubebuilder:validation:MinProperties=1
+type HybridMachineTemplateStatus struct {
+	// capacity is the CPU and memory of one machine.
+	// +optional
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+
+	// nodeInfo is the nodes' architecture and operating system.
+	// +optional
+	NodeInfo NodeInfo `json:"nodeInfo,omitempty,omitzero"`
+
+	// conditions are the template's current state.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=hybridmachinetemplates,scope=Namespaced,categories=cluster-api,shortName=hmt
+// +kubebuilder:storageversion
+// +kubebuilder:subresource:status
+// +kubebuilder:metadata:labels="cluster.x-k8s.io/v1beta2=v1alpha1"
+// +kubebuilder:printcolumn:name="OS",type="string",JSONPath=".spec.template.spec.os.type"
+// +kubebuilder:printcolumn:name="Release",type="string",JSONPath=".spec.template.spec.os.windowsRelease"
+// +kubebuilder:printcolumn:name="CPU",type="string",JSONPath=".status.capacity.cpu"
+// +kubebuilder:printcolumn:name="Memory",type="string",JSONPath=".status.capacity.memory"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+
+// HybridMachineTemplate is the HybridMachine of a MachineDeployment,
+// KubeadmControlPlane or ClusterClass. It is immutable: make a new one to roll
+// machines out.
+type HybridMachineTemplate struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec holds the template.
+	// +required
+	Spec HybridMachineTemplateSpec `json:"spec,omitempty,omitzero"`
+
+	// status publishes the capacity of the template's machines.
+	// +optional
+	Status HybridMachineTemplateStatus `json:"status,omitempty,omitzero"`
+}
+
+// +kubebuilder:object:root=true
+
+// HybridMachineTemplateList is a list of HybridMachineTemplate.
+type HybridMachineTemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []HybridMachineTemplate `json:"items"`
+}
+
+func init() {
+	objectTypes = append(objectTypes,
+		&HybridMachine{}, &HybridMachineList{},
+		&HybridMachineTemplate{}, &HybridMachineTemplateList{})
+}

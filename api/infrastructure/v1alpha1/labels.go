@@ -1,0 +1,12 @@
+package v1alpha1
+
+const (
+	// PlatformLabel is set by the defaulting webhook on every HybridMachine to
+	// vsphere or azure, so machines can be listed and shown by platform.
+	PlatformLabel = "infrastructure.capwin.io/platform"
+
+	// PlatformVSphere is the PlatformLabel value of vSphere machines.
+	PlatformVSphere = "vsphere"
+	// PlatformAzure is the PlatformLabel value of Azure machines.
+	PlatformAzure = "azure"
+)
