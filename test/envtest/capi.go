@@ -1,0 +1,76 @@
+package envtest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/core/reconcilers/cluster"
+	"sigs.k8s.io/cluster-api/core/reconcilers/machine"
+	"sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
+	"sigs.k8s.io/cluster-api/core/reconcilers/machinehealthcheck"
+	"sigs.k8s.io/cluster-api/core/reconcilers/machineset"
+	"sigs.k8s.io/cluster-api/core/setup"
+)
+
+// controllerConfig lets several managers in one test binary register
+// controllers of the same name, as each test's own manager does.
+func controllerConfig() config.Controller {
+	return config.Controller{SkipNameValidation: ptr.To(true)}
+}
+
+// SetupCoreReconcilers registers the real Cluster API core reconcilers
+// (Cluster, Machine, MachineSet, MachineDeployment, MachineHealthCheck) and
+// the ClusterCache they reach workload clusters through, as Cluster API's
+// own manager does. capwin's reconcilers get the returned ClusterCache.
+func SetupCoreReconcilers(ctx context.Context, mgr ctrl.Manager) (clustercache.ClusterCache, error) {
+	const name = "capwin-envtest-capi"
+	secretClient, err := setup.CreateSecretCachingClient(mgr)
+	if err != nil {
+		return nil, fmt.Errorf("creating the secret caching client: %w", err)
+	}
+	cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient: secretClient,
+		Cache:        setup.ClusterCacheCacheOptions(),
+		Client:       setup.ClusterCacheClientOptions(name, 100, 200),
+	}, controller.Options{MaxConcurrentReconciles: 10})
+	if err != nil {
+		return nil, fmt.Errorf("setting up the ClusterCache: %w", err)
+	}
+	// The grace periods are Cluster API's defaults (its manager's flags).
+	opts := controller.Options{MaxConcurrentReconciles: 10}
+	steps := []struct {
+		name  string
+		setup func() error
+	}{
+		{"Cluster", func() error {
+			return (&cluster.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc,
+				RemoteConnectionGracePeriod: 50 * time.Second}).SetupWithManager(ctx, mgr, opts)
+		}},
+		{"Machine", func() error {
+			return (&machine.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc,
+				RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, opts)
+		}},
+		{"MachineSet", func() error {
+			return (&machineset.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc}).SetupWithManager(ctx, mgr, opts)
+		}},
+		{"MachineDeployment", func() error {
+			return (&machinedeployment.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(ctx, mgr, opts)
+		}},
+		{"MachineHealthCheck", func() error {
+			return (&machinehealthcheck.Reconciler{Client: mgr.GetClient(), ClusterCache: cc}).SetupWithManager(ctx, mgr, opts)
+		}},
+	}
+	for _, s := range steps {
+		if err := s.setup(); err != nil {
+			return nil, fmt.Errorf("setting up the Cluster API %s reconciler: %w", s.name, err)
+		}
+	}
+	return cc, nil
+}

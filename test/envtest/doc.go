@@ -1,0 +1,4 @@
+// Package envtest runs a real kube-apiserver and etcd with capwin's and
+// Cluster API's CRDs installed, and can register the real Cluster API core
+// reconcilers and capwin's own in a manager against it.
+package envtest

@@ -1,0 +1,238 @@
+package envtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
+	bootstrapkubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+
+	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+)
+
+// NewScheme returns a scheme with the Kubernetes built-in types, the Cluster
+// API types capwin works with, and capwin's own.
+func NewScheme() *kruntime.Scheme {
+	s := kruntime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(admissionv1.AddToScheme(s))
+	utilruntime.Must(clusterv1.AddToScheme(s))
+	utilruntime.Must(bootstrapkubeadmv1.AddToScheme(s))
+	utilruntime.Must(controlplanev1.AddToScheme(s))
+	utilruntime.Must(addonsv1.AddToScheme(s))
+	utilruntime.Must(ipamv1.AddToScheme(s))
+	utilruntime.Must(infrav1.AddToScheme(s))
+	utilruntime.Must(bootstrapv1.AddToScheme(s))
+	return s
+}
+
+// Options chooses what an Environment holds besides the API server.
+type Options struct {
+	// Webhooks installs capwin's webhook configurations (config/webhook)
+	// pointing at the environment's local webhook server; a manager from
+	// NewManager serves them.
+	Webhooks bool
+
+	// WithoutCRDs starts a bare API server, as a workload cluster has.
+	WithoutCRDs bool
+}
+
+// Environment is a running kube-apiserver and etcd with the CRDs installed.
+type Environment struct {
+	Config *rest.Config
+	Client client.Client
+	Scheme *kruntime.Scheme
+
+	env *envtest.Environment
+}
+
+// Start starts kube-apiserver and etcd (built by hack/envtest-assets.sh) and
+// installs capwin's CRDs and those of Cluster API core, kubeadm bootstrap and
+// kubeadm control plane, read from the Cluster API module.
+func Start(ctx context.Context, opts Options) (*Environment, error) {
+	assets, err := AssetsDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	scheme := NewScheme()
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		ErrorIfCRDPathMissing: true,
+		Scheme:                scheme,
+	}
+	if !opts.WithoutCRDs {
+		dirs, err := CRDDirectories(ctx)
+		if err != nil {
+			return nil, err
+		}
+		env.CRDDirectoryPaths = dirs
+	}
+	if opts.Webhooks {
+		env.WebhookInstallOptions = envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(RepoRoot(), "config", "webhook")},
+		}
+	}
+	// kube-apiserver takes longer than envtest's default 20 s to come up on a
+	// loaded 2-core machine.
+	env.ControlPlaneStartTimeout = 2 * time.Minute
+	env.ControlPlaneStopTimeout = time.Minute
+
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting envtest with assets from %s: %w", assets, err)
+	}
+	// The default rate limit throttles tests that create many objects.
+	cfg.QPS, cfg.Burst = 200, 400
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("creating a client for envtest: %w", err)
+	}
+	return &Environment{Config: cfg, Client: c, Scheme: scheme, env: env}, nil
+}
+
+// Stop stops the API server and etcd and removes their data.
+func (e *Environment) Stop() error {
+	return e.env.Stop()
+}
+
+// NewManager returns a controller-runtime manager for the environment. When
+// the environment was started with Options.Webhooks its webhook server
+// listens where the installed webhook configurations point.
+func (e *Environment) NewManager() (ctrl.Manager, error) {
+	opts := manager.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             controllerConfig(),
+	}
+	w := e.env.WebhookInstallOptions
+	if w.LocalServingPort != 0 {
+		opts.WebhookServer = webhook.NewServer(webhook.Options{
+			Host:    w.LocalServingHost,
+			Port:    w.LocalServingPort,
+			CertDir: w.LocalServingCertDir,
+		})
+	}
+	return ctrl.NewManager(e.Config, opts)
+}
+
+// StartManager starts mgr in the background and waits for its caches and, if
+// it serves webhooks, for the webhook server. Cancel ctx to stop it; the
+// returned channel yields the manager's exit error.
+func StartManager(ctx context.Context, mgr ctrl.Manager) (<-chan error, error) {
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return done, errors.New("manager caches did not sync")
+	}
+	srv := mgr.GetWebhookServer()
+	if srv == nil {
+		return done, nil
+	}
+	check := srv.StartedChecker()
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		req, _ := http.NewRequest(http.MethodGet, "/", nil)
+		return check(req) == nil, nil
+	})
+	if err != nil {
+		return done, fmt.Errorf("webhook server did not start: %w", err)
+	}
+	return done, nil
+}
+
+// CreateNamespace creates a namespace with a generated name that starts
+// with prefix.
+func (e *Environment) CreateNamespace(ctx context.Context, prefix string) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{}
+	ns.GenerateName = prefix + "-"
+	if err := e.Client.Create(ctx, ns); err != nil {
+		return nil, fmt.Errorf("creating namespace %s-*: %w", prefix, err)
+	}
+	return ns, nil
+}
+
+// RepoRoot is the root of the capwin source tree.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// AssetsDir returns the directory holding kube-apiserver and etcd:
+// KUBEBUILDER_ASSETS when set, otherwise what hack/envtest-assets.sh prints
+// (it builds the binaries on first use and answers from its cache after).
+func AssetsDir(ctx context.Context) (string, error) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir, nil
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(RepoRoot(), "hack", "envtest-assets.sh"))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("building the envtest control plane with hack/envtest-assets.sh: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// CRDDirectories returns capwin's CRD directory and the Cluster API CRD
+// directories (core, kubeadm bootstrap, kubeadm control plane) of the
+// Cluster API module this build uses.
+func CRDDirectories(ctx context.Context) ([]string, error) {
+	capi, err := moduleDir(ctx, "sigs.k8s.io/cluster-api")
+	if err != nil {
+		return nil, err
+	}
+	return []string{
+		filepath.Join(RepoRoot(), "config", "crd", "bases"),
+		filepath.Join(capi, "core", "config", "crd", "bases"),
+		filepath.Join(capi, "bootstrap", "kubeadm", "config", "crd", "bases"),
+		filepath.Join(capi, "controlplane", "kubeadm", "config", "crd", "bases"),
+	}, nil
+}
+
+// moduleDir returns the module cache directory of a dependency of capwin.
+func moduleDir(ctx context.Context, module string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		return "", fmt.Errorf("finding module %s: %w", module, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("module %s is not in the module cache: run 'go mod download %s'", module, module)
+	}
+	return dir, nil
+}
