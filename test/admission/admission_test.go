@@ -1,0 +1,518 @@
+// Package admission_test drives capwin's webhooks through a real API server's
+// admission chain: defaulting, schema validation and validation.
+package admission_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/test/envtest"
+	"github.com/capwin/capwin/webhooks"
+)
+
+var env *envtest.Environment
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var err error
+	env, err = envtest.Start(ctx, envtest.Options{Webhooks: true})
+	if err != nil {
+		println("starting envtest:", err.Error())
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			println("stopping envtest:", err.Error())
+		}
+	}()
+	mgr, err := env.NewManager()
+	if err == nil {
+		err = errors.Join(webhooks.SetupInfrastructure(mgr), webhooks.SetupBootstrap(mgr))
+	}
+	if err == nil {
+		_, err = envtest.StartManager(ctx, mgr)
+	}
+	if err != nil {
+		println("starting the webhook server:", err.Error())
+		return 1
+	}
+	return m.Run()
+}
+
+// TestExamplesDryRun server-side dry-runs every example in docs/examples
+// through the real admission chain (defaulting webhook, schema, validating
+// webhook), as `kubectl apply --dry-run=server` does.
+func TestExamplesDryRun(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	files, err := filepath.Glob(filepath.Join(envtest.RepoRoot(), "docs", "examples", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).NotTo(BeEmpty())
+
+	kinds := map[string]bool{}
+	for _, f := range files {
+		for _, obj := range readObjects(t, f) {
+			if obj.GetNamespace() == "" && obj.GetKind() != "HybridClusterIdentity" {
+				obj.SetNamespace(ns)
+			}
+			err := env.Client.Create(ctx, obj, client.DryRunAll)
+			g.Expect(err).NotTo(HaveOccurred(), "%s: %s %s", filepath.Base(f), obj.GetKind(), obj.GetName())
+			kinds[obj.GetKind()] = true
+		}
+	}
+	// One valid example of every kind.
+	g.Expect(kinds).To(HaveKey("HybridCluster"))
+	g.Expect(kinds).To(HaveKey("HybridClusterTemplate"))
+	g.Expect(kinds).To(HaveKey("HybridClusterIdentity"))
+	g.Expect(kinds).To(HaveKey("HybridMachine"))
+	g.Expect(kinds).To(HaveKey("HybridMachineTemplate"))
+	g.Expect(kinds).To(HaveKey("WindowsKubeadmConfig"))
+	g.Expect(kinds).To(HaveKey("WindowsKubeadmConfigTemplate"))
+}
+
+func TestDefaultsApplied(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+
+	m := windowsVSphereMachine(ns)
+	g.Expect(env.Client.Create(ctx, m, client.DryRunAll)).To(Succeed())
+	g.Expect(m.Spec.OS.WindowsBuild).To(Equal("10.0.20348"))
+	g.Expect(m.Spec.VSphere.CloneMode).To(Equal(infrav1.FullClone))
+	g.Expect(m.Labels).To(HaveKeyWithValue(infrav1.PlatformLabel, infrav1.PlatformVSphere))
+
+	c := windowsConfig(ns)
+	g.Expect(env.Client.Create(ctx, c, client.DryRunAll)).To(Succeed())
+	g.Expect(c.Spec.Containerd.Runtime).To(Equal("containerd"))
+	g.Expect(c.Spec.Network.CNI).To(Equal(bootstrapv1.Flannel))
+	g.Expect(c.Spec.Network.Mode).To(Equal(bootstrapv1.Overlay))
+	g.Expect(c.Spec.Network.VXLAN).To(Equal(bootstrapv1.VXLANSpec{VNI: 4096, Port: 4789}))
+	g.Expect(c.Spec.KubeProxy.Mode).To(Equal(bootstrapv1.KernelspaceProxy))
+	reserved := c.Spec.Kubelet.SystemReserved.Memory().DeepCopy()
+	reserved.Add(*c.Spec.Kubelet.KubeReserved.Memory())
+	g.Expect(reserved.Cmp(resource.MustParse("2Gi"))).To(BeNumerically(">=", 0), "default reservations total %s", reserved.String())
+}
+
+// badInput is an object that admission must refuse, naming field in a cause
+// whose message contains want.
+type badInput struct {
+	name  string
+	obj   func(ns string) client.Object
+	field string
+	want  string
+}
+
+func TestBadInputRejected(t *testing.T) {
+	ctx := t.Context()
+	ns := newNamespace(t)
+
+	// A Cluster with IPv6 pods, and one dual-stack, for the overlay rule.
+	for name, pods := range map[string][]string{"v6": {"fd00:10:244::/56"}, "dual": {"10.244.0.0/16", "fd00:10:244::/56"}} {
+		c := &clusterv1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec:       clusterv1.ClusterSpec{ClusterNetwork: clusterv1.ClusterNetwork{Pods: clusterv1.NetworkRanges{CIDRBlocks: pods}}},
+		}
+		if err := env.Client.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An identity that allows another namespace only.
+	identity := &infrav1.HybridClusterIdentity{
+		ObjectMeta: metav1.ObjectMeta{Name: "only-team-b-" + ns},
+		Spec: infrav1.HybridClusterIdentitySpec{
+			SecretName:        "creds",
+			AllowedNamespaces: &infrav1.AllowedNamespaces{NamespaceList: []string{"team-b"}},
+		},
+	}
+	if err := env.Client.Create(ctx, identity); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), identity) })
+
+	tests := []badInput{
+		{"machine without platform", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.VSphere = nil
+			return m
+		}, "spec", "exactly one of spec.vsphere or spec.azure"},
+		{"machine with two platforms", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.Azure = azureMachineSpec()
+			return m
+		}, "spec.azure", "exactly one of spec.vsphere or spec.azure"},
+		{"cluster without platform", func(ns string) client.Object {
+			c := vsphereCluster(ns)
+			c.Spec.VSphere = nil
+			return c
+		}, "spec", "exactly one of spec.vsphere or spec.azure"},
+		{"cluster with two platforms", func(ns string) client.Object {
+			c := vsphereCluster(ns)
+			c.Spec.Azure = azureClusterSpec()
+			return c
+		}, "spec.azure", "exactly one"},
+		{"windows control-plane machine", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
+			return m
+		}, "spec.os.type", "the control plane is Linux only"},
+		{"windows config for a control-plane machine", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
+			return c
+		}, "metadata.labels[cluster.x-k8s.io/control-plane]", "the control plane is Linux only"},
+		{"unknown windows release", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.OS.WindowsRelease = "ltsc2016"
+			return m
+		}, "spec.os.windowsRelease", `supported values: "ltsc2019", "ltsc2022", "ltsc2025"`},
+		{"windows build of another release", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.OS.WindowsBuild = "10.0.17763"
+			return m
+		}, "spec.os.windowsBuild", "build 10.0.20348"},
+		{"windows release on a linux machine", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.OS.Type = infrav1.OSLinux
+			return m
+		}, "spec.os.windowsRelease", "only a Windows machine"},
+		{"docker runtime", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.Containerd.Runtime = "docker"
+			return c
+		}, "spec.containerd.runtime", "dockershim was removed"},
+		{"overlay in an IPv6 cluster", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Labels = map[string]string{clusterv1.ClusterNameLabel: "v6"}
+			return c
+		}, "spec.network.mode", "IPv4 only"},
+		{"overlay in a dual-stack cluster", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Labels = map[string]string{clusterv1.ClusterNameLabel: "dual"}
+			return c
+		}, "spec.network.mode", "dual-stack clusters need mode l2bridge"},
+		{"overlay with an IPv6 node subnet", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.Network.NodeSubnet = "fd00:1::/64"
+			return c
+		}, "spec.network.nodeSubnet", "IPv4 only"},
+		{"flannel VNI windows cannot use", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.Network.VXLAN.VNI = 1
+			return c
+		}, "spec.network.vxlan.vni", "only VNI 4096"},
+		{"flannel VXLAN port windows cannot use", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.Network.VXLAN.Port = 8472
+			return c
+		}, "spec.network.vxlan.port", "only UDP port 4789"},
+		{"CNI mode that does not exist", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.Network.Mode = "vxlan"
+			return c
+		}, "spec.network.mode", `supported values: "overlay", "l2bridge"`},
+		{"CNI that does not exist", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.Network.CNI = "weave"
+			return c
+		}, "spec.network.cni", `supported values: "flannel", "calico"`},
+		{"memory reservations below 2Gi", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.Kubelet.SystemReserved = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}
+			c.Spec.Kubelet.KubeReserved = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}
+			return c
+		}, "spec.kubelet", "at least 2Gi"},
+		{"kubelet flag windows does not implement", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "enforce-node-allocatable", Value: ptr.To("pods")}}
+			return c
+		}, "spec.nodeRegistration.kubeletExtraArgs[0].name", "Windows does not implement it"},
+		{"node subnet that does not parse", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.Network.NodeSubnet = "10.0.0.0/33"
+			return c
+		}, "spec.network.nodeSubnet", "must be a CIDR"},
+		{"azure network CIDR that does not parse", func(ns string) client.Object {
+			c := vsphereCluster(ns)
+			c.Spec.VSphere = nil
+			c.Spec.Azure = azureClusterSpec()
+			c.Spec.Azure.Network.CIDRBlocks = []string{"10.1.0.0"}
+			return c
+		}, "spec.azure.network.cidrBlocks[0]", "must be a CIDR"},
+		{"static address that does not parse", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.VSphere.Network[0] = infrav1.VSphereNetworkDevice{NetworkName: "VM Network", IPAddrs: []string{"10.0.0.300/24"}}
+			return m
+		}, "spec.vsphere.network[0].ipAddrs[0]", "must be a CIDR"},
+		{"file path that is not absolute", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.Files = []bootstrapv1.File{{Path: `etc\app.conf`, Content: "x"}}
+			return c
+		}, "spec.files[0].path", "absolute Windows path"},
+		{"file path that climbs out", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.Files = []bootstrapv1.File{{Path: `C:\etc\..\Windows\System32\drivers\etc\hosts`, Content: "x"}}
+			return c
+		}, "spec.files[0].path", `must not contain ".."`},
+		{"identity that does not allow the namespace", func(ns string) client.Object {
+			c := vsphereCluster(ns)
+			c.Spec.VSphere.IdentityRef = infrav1.IdentityReference{Kind: infrav1.ClusterIdentity, Name: identity.Name}
+			return c
+		}, "spec.vsphere.identityRef.name", "does not allow namespace"},
+		{"azure VM size empty", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.VSphere = nil
+			m.Spec.Azure = azureMachineSpec()
+			m.Spec.Azure.VMSize = ""
+			return m
+		}, "spec.azure.vmSize", "Required value"},
+		{"vSphere CPUs negative", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.VSphere.NumCPUs = -2
+			return m
+		}, "spec.vsphere.numCPUs", "greater than or equal to 1"},
+		{"vSphere memory zero", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.VSphere.MemoryMiB = 0
+			return m
+		}, "spec.vsphere.memoryMiB", "Required value"},
+		{"Windows computer name over 15 characters", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.ComputerName = "win1-windows-pool-0"
+			return m
+		}, "spec.computerName", "at most 15 characters"},
+		{"computer name in a template", func(ns string) client.Object {
+			t := machineTemplate(ns)
+			t.Spec.Template.Spec.ComputerName = "win1"
+			return t
+		}, "spec.template.spec.computerName", "every machine made from it would get the same one"},
+		{"vCenter without thumbprint or insecure", func(ns string) client.Object {
+			c := vsphereCluster(ns)
+			c.Spec.VSphere.Thumbprint = ""
+			return c
+		}, "spec.vsphere.thumbprint", "fingerprint, or insecure: true"},
+		{"Linux machine with Azure Hybrid Benefit", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.OS = infrav1.OSSpec{Type: infrav1.OSLinux}
+			m.Spec.VSphere = nil
+			m.Spec.Azure = azureMachineSpec()
+			m.Spec.Azure.LicenseType = infrav1.LicenseWindowsServer
+			return m
+		}, "spec.azure.licenseType", "Windows machines only"},
+		{"node agent download without checksum", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.NodeAgent.URL = "https://example.com/capwin-node.exe"
+			return c
+		}, "spec.nodeAgent.sha256", "unverified download"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			expectRejected(t, env.Client.Create(t.Context(), tt.obj(ns), client.DryRunAll), tt.field, tt.want)
+		})
+	}
+}
+
+func TestImmutableFields(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+
+	m := windowsVSphereMachine(ns)
+	g.Expect(env.Client.Create(ctx, m)).To(Succeed())
+	// The controller sets providerID once: allowed.
+	m.Spec.ProviderID = "vsphere://4231d1b4-0000-0000-0000-000000000001"
+	g.Expect(env.Client.Update(ctx, m)).To(Succeed())
+
+	changed := m.DeepCopy()
+	changed.Spec.VSphere.NumCPUs = 8
+	expectRejected(t, env.Client.Update(ctx, changed), "spec.vsphere", "immutable")
+	changed = m.DeepCopy()
+	changed.Spec.ProviderID = "vsphere://another"
+	expectRejected(t, env.Client.Update(ctx, changed), "spec.providerID", "immutable")
+	changed = m.DeepCopy()
+	changed.Spec.OS.WindowsRelease = infrav1.WindowsServer2025
+	changed.Spec.OS.WindowsBuild = ""
+	expectRejected(t, env.Client.Update(ctx, changed), "spec.os", "immutable")
+
+	c := vsphereCluster(ns)
+	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
+	changedC := c.DeepCopy()
+	changedC.Spec.VSphere.Server = "other.example.com"
+	expectRejected(t, env.Client.Update(ctx, changedC), "spec.vsphere.server", "immutable")
+	changedC = c.DeepCopy()
+	changedC.Spec.ControlPlaneEndpoint.Host = "10.0.0.101"
+	expectRejected(t, env.Client.Update(ctx, changedC), "spec.controlPlaneEndpoint", "immutable")
+
+	cfg := windowsConfig(ns)
+	g.Expect(env.Client.Create(ctx, cfg)).To(Succeed())
+	cfg.Spec.PreJoinCommands = []string{"Write-Output changed"}
+	expectRejected(t, env.Client.Update(ctx, cfg), "spec", "immutable")
+}
+
+func TestTemplatesImmutableExceptTopologyDryRun(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+
+	tmpl := machineTemplate(ns)
+	g.Expect(env.Client.Create(ctx, tmpl)).To(Succeed())
+	tmpl.Spec.Template.Spec.VSphere.MemoryMiB = 16384
+	expectRejected(t, env.Client.Update(ctx, tmpl.DeepCopy()), "spec.template.spec", "create a new one")
+
+	// Cluster API's topology controller dry-runs server-side apply with its
+	// annotation: the template webhook lets that through.
+	dry := tmpl.DeepCopy()
+	dry.Annotations = map[string]string{clusterv1.TopologyDryRunAnnotation: ""}
+	g.Expect(env.Client.Update(ctx, dry, client.DryRunAll)).To(Succeed())
+
+	cfgT := &bootstrapv1.WindowsKubeadmConfigTemplate{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: ns}}
+	g.Expect(env.Client.Create(ctx, cfgT)).To(Succeed())
+	cfgT.Spec.Template.Spec.Network.Mode = bootstrapv1.L2Bridge
+	cfgT.Spec.Template.Spec.Network.VXLAN = bootstrapv1.VXLANSpec{}
+	expectRejected(t, env.Client.Update(ctx, cfgT.DeepCopy()), "spec.template.spec", "immutable")
+}
+
+func expectRejected(t *testing.T, err error, field, want string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("admitted; want %s rejected with %q", field, want)
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || !apierrors.IsInvalid(err) {
+		t.Fatalf("want an Invalid error naming %s, got %v", field, err)
+	}
+	details := status.Status().Details
+	if details != nil {
+		for _, c := range details.Causes {
+			if c.Field == field && strings.Contains(c.Message, want) {
+				return
+			}
+		}
+	}
+	t.Fatalf("want a cause for field %s containing %q, got: %v", field, want, err)
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns, err := env.CreateNamespace(t.Context(), "webhooks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs
+			}
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(obj.Object) > 0 {
+			objs = append(objs, obj)
+		}
+	}
+}
+
+func windowsVSphereMachine(ns string) *infrav1.HybridMachine {
+	return &infrav1.HybridMachine{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "m-", Namespace: ns},
+		Spec: infrav1.HybridMachineSpec{
+			OS: infrav1.OSSpec{Type: infrav1.OSWindows, WindowsRelease: infrav1.WindowsServer2022},
+			VSphere: &infrav1.VSphereMachineSpec{
+				Template:  "windows-2022",
+				NumCPUs:   4,
+				MemoryMiB: 8192,
+				Network:   []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", DHCP4: ptr.To(true)}},
+			},
+		},
+	}
+}
+
+func azureMachineSpec() *infrav1.AzureMachineSpec {
+	return &infrav1.AzureMachineSpec{
+		VMSize: "Standard_D4s_v5",
+		Image:  infrav1.AzureImage{Marketplace: &infrav1.AzureMarketplaceImage{Publisher: "p", Offer: "o", SKU: "s", Version: "1.0.0"}},
+	}
+}
+
+func machineTemplate(ns string) *infrav1.HybridMachineTemplate {
+	return &infrav1.HybridMachineTemplate{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "t-", Namespace: ns},
+		Spec: infrav1.HybridMachineTemplateSpec{Template: infrav1.HybridMachineTemplateResource{
+			Spec: windowsVSphereMachine(ns).Spec,
+		}},
+	}
+}
+
+func vsphereCluster(ns string) *infrav1.HybridCluster {
+	return &infrav1.HybridCluster{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "c-", Namespace: ns},
+		Spec: infrav1.HybridClusterSpec{
+			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: "10.0.0.100", Port: 6443},
+			VSphere: &infrav1.VSphereClusterSpec{
+				Server:      "vcenter.example.com",
+				Datacenter:  "dc0",
+				Thumbprint:  "A1:B2:C3:D4:E5:F6:07:18:29:3A:4B:5C:6D:7E:8F:90:A1:B2:C3:D4",
+				IdentityRef: infrav1.IdentityReference{Kind: infrav1.SecretIdentity, Name: "creds"},
+			},
+		},
+	}
+}
+
+func azureClusterSpec() *infrav1.AzureClusterSpec {
+	return &infrav1.AzureClusterSpec{
+		SubscriptionID: "00000000-1111-2222-3333-444444444444",
+		Location:       "westeurope",
+		ResourceGroup:  "rg",
+		Network: infrav1.AzureNetworkSpec{
+			VNetName:   "vnet",
+			CIDRBlocks: []string{"10.1.0.0/16"},
+			Subnets: []infrav1.AzureSubnet{
+				{Name: "cp", Role: infrav1.SubnetControlPlane, CIDRBlock: "10.1.0.0/24"},
+				{Name: "nodes", Role: infrav1.SubnetNode, CIDRBlock: "10.1.1.0/24"},
+			},
+		},
+		IdentityRef: infrav1.IdentityReference{Kind: infrav1.SecretIdentity, Name: "creds"},
+	}
+}
+
+func windowsConfig(ns string) *bootstrapv1.WindowsKubeadmConfig {
+	return &bootstrapv1.WindowsKubeadmConfig{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "cfg-", Namespace: ns},
+	}
+}

@@ -1,0 +1,108 @@
+package webhooks
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/randfill"
+
+	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+)
+
+// vocabulary holds strings the validators give meaning to, so that fuzzed
+// objects reach past the first check of each field.
+var vocabulary = []string{
+	"", "Linux", "Windows", "ltsc2019", "ltsc2022", "ltsc2025", "10.0.20348",
+	"FullClone", "LinkedClone", "flannel", "calico", "overlay", "l2bridge",
+	"containerd", "docker", "Process", "HyperV", "kernelspace", "plain", "base64",
+	"10.0.0.0/24", "fd00::/64", "10.0.0.0/33", "10.0.0.1", "C:\\etc\\a.conf",
+	"C:\\..\\x", "https://example.com/a", "http://proxy:3128", "Secret",
+	"HybridClusterIdentity", "Windows_Server", "None", "latest",
+	"enforce-node-allocatable", "system-reserved", "hostname-override",
+	"cluster.x-k8s.io/control-plane", "AB:CD", "00000000-1111-2222-3333-444444444444",
+}
+
+func newFiller(data []byte) *randfill.Filler {
+	return randfill.NewFromGoFuzz(data).NilChance(0.3).NumElements(0, 3).MaxDepth(8).Funcs(
+		func(s *string, c randfill.Continue) {
+			if c.Intn(4) == 0 {
+				*s = c.String(20)
+				return
+			}
+			*s = vocabulary[c.Intn(len(vocabulary))]
+		},
+		func(q *resource.Quantity, c randfill.Continue) {
+			*q = *resource.NewQuantity(c.Int63n(1<<36)-1<<30, resource.BinarySI)
+		},
+	)
+}
+
+// FuzzDefaultThenValidate fills every capwin kind with arbitrary content,
+// defaults it and validates it: neither may panic, and defaulting twice must
+// give what defaulting once gave.
+func FuzzDefaultThenValidate(f *testing.F) {
+	for _, seed := range [][]byte{{0}, {1, 2, 3}, {2, 200, 7, 9}, {3, 1}, {4, 4, 4, 4, 4}, {5}, {6, 66, 6}} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		ctx := context.Background()
+		fill := newFiller(data[1:])
+		switch data[0] % 7 {
+		case 0:
+			m := &infrav1.HybridMachine{}
+			fill.Fill(m)
+			checkIdempotent(t, m, func(o *infrav1.HybridMachine) { _ = (&HybridMachine{}).Default(ctx, o) })
+			_ = validateHybridMachine(m)
+			_ = validateMachineSpec(&m.Spec, field.NewPath("spec"), true)
+		case 1:
+			m := &infrav1.HybridMachineTemplate{}
+			fill.Fill(m)
+			checkIdempotent(t, m, func(o *infrav1.HybridMachineTemplate) { _ = (&HybridMachineTemplate{}).Default(ctx, o) })
+			_ = validateHybridMachineTemplate(m)
+		case 2:
+			c := &infrav1.HybridCluster{}
+			fill.Fill(c)
+			_ = validateClusterSpec(&c.Spec, field.NewPath("spec"))
+			old := &infrav1.HybridCluster{}
+			fill.Fill(old)
+			_ = clusterImmutable(&old.Spec, &c.Spec, field.NewPath("spec"))
+		case 3:
+			c := &infrav1.HybridClusterTemplate{}
+			fill.Fill(c)
+			_ = validateHybridClusterTemplate(c)
+		case 4:
+			i := &infrav1.HybridClusterIdentity{}
+			fill.Fill(i)
+			_ = validateIdentity(i)
+		case 5:
+			c := &bootstrapv1.WindowsKubeadmConfig{}
+			fill.Fill(c)
+			checkIdempotent(t, c, func(o *bootstrapv1.WindowsKubeadmConfig) { DefaultConfigSpec(&o.Spec) })
+			_ = ValidateConfigSpec(&c.Spec, field.NewPath("spec"))
+		case 6:
+			c := &bootstrapv1.WindowsKubeadmConfigTemplate{}
+			fill.Fill(c)
+			checkIdempotent(t, c, func(o *bootstrapv1.WindowsKubeadmConfigTemplate) { DefaultConfigSpec(&o.Spec.Template.Spec) })
+			_ = validateConfigTemplate(c)
+		}
+	})
+}
+
+// checkIdempotent defaults obj in place and fails if defaulting the result
+// again changes it.
+func checkIdempotent[T interface{ DeepCopy() T }](t *testing.T, obj T, def func(T)) {
+	t.Helper()
+	def(obj)
+	again := obj.DeepCopy()
+	def(again)
+	if !reflect.DeepEqual(obj, again) {
+		t.Fatalf("defaulting is not idempotent:\nonce:  %+v\ntwice: %+v", obj, again)
+	}
+}

@@ -1,0 +1,80 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"sigs.k8s.io/cluster-api/util/topology"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+)
+
+// HybridMachineTemplate defaults and validates HybridMachineTemplates.
+// +kubebuilder:object:generate=false
+type HybridMachineTemplate struct{}
+
+// SetupWebhookWithManager registers the webhook with mgr's webhook server.
+func (w *HybridMachineTemplate) SetupWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &infrav1.HybridMachineTemplate{}).
+		WithDefaulter(w).
+		WithValidator(w).
+		Complete()
+}
+
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-hybridmachinetemplate,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=hybridmachinetemplates,versions=v1alpha1,name=default.hybridmachinetemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-hybridmachinetemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=hybridmachinetemplates,versions=v1alpha1,name=validation.hybridmachinetemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+
+var (
+	_ admission.Defaulter[*infrav1.HybridMachineTemplate] = &HybridMachineTemplate{}
+	_ admission.Validator[*infrav1.HybridMachineTemplate] = &HybridMachineTemplate{}
+)
+
+// Default fills in the template's machine spec as HybridMachine does.
+func (w *HybridMachineTemplate) Default(_ context.Context, t *infrav1.HybridMachineTemplate) error {
+	defaultMachineSpec(&t.Spec.Template.Spec)
+	return nil
+}
+
+// ValidateCreate checks a new template.
+func (w *HybridMachineTemplate) ValidateCreate(_ context.Context, t *infrav1.HybridMachineTemplate) (admission.Warnings, error) {
+	return nil, invalid(t, validateHybridMachineTemplate(t))
+}
+
+// ValidateUpdate keeps spec.template.spec immutable, except in the
+// server-side-apply dry runs of Cluster API's topology controller.
+func (w *HybridMachineTemplate) ValidateUpdate(ctx context.Context, oldT, newT *infrav1.HybridMachineTemplate) (admission.Warnings, error) {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected an admission request in the context: %v", err))
+	}
+	errs := validateHybridMachineTemplate(newT)
+	if !topology.IsDryRunRequest(req, newT) {
+		errs = append(errs, templateImmutable(oldT.Spec.Template.Spec, newT.Spec.Template.Spec, "HybridMachineTemplate")...)
+	}
+	return nil, invalid(newT, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (w *HybridMachineTemplate) ValidateDelete(context.Context, *infrav1.HybridMachineTemplate) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func validateHybridMachineTemplate(t *infrav1.HybridMachineTemplate) field.ErrorList {
+	tmpl := field.NewPath("spec", "template")
+	errs := t.Spec.Template.ObjectMeta.Validate(tmpl.Child("metadata"))
+	return append(errs, validateMachineSpec(&t.Spec.Template.Spec, tmpl.Child("spec"), true)...)
+}
+
+// templateImmutable forbids any change to a template's spec.
+func templateImmutable(oldSpec, newSpec any, kind string) field.ErrorList {
+	if errs := immutable(oldSpec, newSpec, field.NewPath("spec", "template", "spec")); len(errs) > 0 {
+		errs[0].Detail = fmt.Sprintf("a %s is immutable: create a new one and point the MachineDeployment, KubeadmControlPlane or ClusterClass at it to roll out the change", kind)
+		return errs
+	}
+	return nil
+}

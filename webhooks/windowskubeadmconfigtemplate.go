@@ -1,0 +1,71 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"sigs.k8s.io/cluster-api/util/topology"
+
+	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
+)
+
+// WindowsKubeadmConfigTemplate defaults and validates WindowsKubeadmConfigTemplates.
+// +kubebuilder:object:generate=false
+type WindowsKubeadmConfigTemplate struct{}
+
+// SetupWebhookWithManager registers the webhook with mgr's webhook server.
+func (w *WindowsKubeadmConfigTemplate) SetupWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &bootstrapv1.WindowsKubeadmConfigTemplate{}).
+		WithDefaulter(w).
+		WithValidator(w).
+		Complete()
+}
+
+// +kubebuilder:webhook:verbs=create;update,path=/mutate-bootstrap-cluster-x-k8s-io-v1alpha1-windowskubeadmconfigtemplate,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=bootstrap.cluster.x-k8s.io,resources=windowskubeadmconfigtemplates,versions=v1alpha1,name=default.windowskubeadmconfigtemplate.bootstrap.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+// +kubebuilder:webhook:verbs=create;update,path=/validate-bootstrap-cluster-x-k8s-io-v1alpha1-windowskubeadmconfigtemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=bootstrap.cluster.x-k8s.io,resources=windowskubeadmconfigtemplates,versions=v1alpha1,name=validation.windowskubeadmconfigtemplate.bootstrap.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
+
+var (
+	_ admission.Defaulter[*bootstrapv1.WindowsKubeadmConfigTemplate] = &WindowsKubeadmConfigTemplate{}
+	_ admission.Validator[*bootstrapv1.WindowsKubeadmConfigTemplate] = &WindowsKubeadmConfigTemplate{}
+)
+
+// Default fills in the template's config spec as WindowsKubeadmConfig does.
+func (w *WindowsKubeadmConfigTemplate) Default(_ context.Context, t *bootstrapv1.WindowsKubeadmConfigTemplate) error {
+	DefaultConfigSpec(&t.Spec.Template.Spec)
+	return nil
+}
+
+// ValidateCreate checks a new template.
+func (w *WindowsKubeadmConfigTemplate) ValidateCreate(_ context.Context, t *bootstrapv1.WindowsKubeadmConfigTemplate) (admission.Warnings, error) {
+	return nil, invalid(t, validateConfigTemplate(t))
+}
+
+// ValidateUpdate keeps spec.template.spec immutable, except in the
+// server-side-apply dry runs of Cluster API's topology controller.
+func (w *WindowsKubeadmConfigTemplate) ValidateUpdate(ctx context.Context, oldT, newT *bootstrapv1.WindowsKubeadmConfigTemplate) (admission.Warnings, error) {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected an admission request in the context: %v", err))
+	}
+	errs := validateConfigTemplate(newT)
+	if !topology.IsDryRunRequest(req, newT) {
+		errs = append(errs, templateImmutable(oldT.Spec.Template.Spec, newT.Spec.Template.Spec, "WindowsKubeadmConfigTemplate")...)
+	}
+	return nil, invalid(newT, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (w *WindowsKubeadmConfigTemplate) ValidateDelete(context.Context, *bootstrapv1.WindowsKubeadmConfigTemplate) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func validateConfigTemplate(t *bootstrapv1.WindowsKubeadmConfigTemplate) field.ErrorList {
+	tmpl := field.NewPath("spec", "template")
+	errs := t.Spec.Template.ObjectMeta.Validate(tmpl.Child("metadata"))
+	return append(errs, ValidateConfigSpec(&t.Spec.Template.Spec, tmpl.Child("spec"))...)
+}
