@@ -29,19 +29,30 @@ grep -q "go.etcd.io/etcd/server/v3 $ETCD_VERSION" "$tools/etcd/go.mod" ||
   { echo "hack/tools/envtest/etcd/go.mod does not pin go.etcd.io/etcd/server/v3 $ETCD_VERSION" >&2; exit 1; }
 
 mkdir -p "$dir"
-rm -f "$stamp"
+# One build at a time per directory; a second caller waits, then finds the
+# binaries in place.
+exec 9>"$dir/.lock"
+flock 9
+if [[ -f "$stamp" && -x "$dir/kube-apiserver" && -x "$dir/etcd" ]]; then
+  echo "$dir"
+  exit 0
+fi
+# Temporary files of an interrupted build.
+rm -f "$dir"/.kube-apiserver.* "$dir"/.etcd.*
+
+tmp=""
+trap 'if [[ -n "$tmp" ]]; then rm -f "$tmp"; fi' EXIT
 
 build() { # name module-dir package ldflags
-  local name=$1 mod=$2 pkg=$3 ldflags=$4 tmp
+  local name=$1 mod=$2 pkg=$3 ldflags=$4
   if [[ -x "$dir/$name" ]]; then
     return 0 # renamed into place only once complete
   fi
   tmp=$(mktemp "$dir/.$name.XXXXXX")
-  trap 'rm -f "$tmp"' EXIT
   echo "building $name ($pkg) into $dir; this takes several minutes the first time" >&2
   (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg")
   mv -f "$tmp" "$dir/$name"
-  trap - EXIT
+  tmp=""
 }
 
 minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
