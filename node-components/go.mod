@@ -1,0 +1,3 @@
+module github.com/capwin/capwin/node-components
+
+go 1.26
