@@ -1,0 +1,271 @@
+package payload
+
+import (
+	"bytes"
+	"compress/gzip"
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
+	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/webhooks"
+)
+
+// MaxSize is the platforms' user-data limit: Azure customData and a vSphere
+// guestinfo key both stop at 64 KiB.
+const MaxSize = 64 * 1024
+
+// Format is the value of the data Secret's format key.
+const Format = "powershell"
+
+// stub is the PowerShell every node runs; placeholder is replaced by the
+// base64 node configuration and by nothing else.
+//
+//go:embed stub.ps1
+var stub string
+
+const placeholder = "__CAPWIN_NODE_CONFIG__"
+
+// Stub returns the constant bootstrap script with its placeholder.
+func Stub() string { return stub }
+
+// Input is what a node's configuration is computed from.
+type Input struct {
+	// Spec is the WindowsKubeadmConfig spec; defaults are applied to a copy.
+	Spec *bootstrapv1.WindowsKubeadmConfigSpec
+
+	NodeName          string
+	KubernetesVersion string
+	// WindowsBuild is the host build (10.0.20348), when the infrastructure says.
+	WindowsBuild string
+
+	// ControlPlaneHost and ControlPlanePort are the Cluster's endpoint.
+	ControlPlaneHost string
+	ControlPlanePort int32
+	Token            string
+	CACertHashes     []string
+
+	PodCIDRs     []string
+	ServiceCIDRs []string
+
+	// FileContent returns the content of a file whose contentFrom names a
+	// Secret key.
+	FileContent func(bootstrapv1.SecretKeyReference) ([]byte, error)
+}
+
+// Payload is what a node receives.
+type Payload struct {
+	// Config is the node configuration.
+	Config *nodeconfig.Config
+	// JSON is Config as sent.
+	JSON []byte
+	// Script is the user data: the stub with the base64 JSON.
+	Script []byte
+}
+
+// Render computes a node's configuration, validates it as the node will, and
+// renders the bootstrap script.
+func Render(in Input) (*Payload, error) {
+	cfg, err := NodeConfig(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the node configuration: %w", err)
+	}
+	script := bytes.Replace([]byte(stub), []byte(placeholder), []byte(base64.StdEncoding.EncodeToString(data)), 1)
+	return &Payload{Config: cfg, JSON: data, Script: script}, nil
+}
+
+// GzipBase64 is the script gzipped and base64-encoded, as vSphere guestinfo
+// carries it (guestinfo.userdata.encoding = gzip+base64).
+func (p *Payload) GzipBase64() (string, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return "", err
+	}
+	if _, err := zw.Write(p.Script); err != nil {
+		return "", err
+	}
+	if err := zw.Close(); err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+}
+
+// ErrTooLarge is returned by CheckSize for a payload over MaxSize.
+var ErrTooLarge = errors.New("bootstrap payload too large")
+
+// CheckSize returns ErrTooLarge, with the sizes, when the script is over the
+// platforms' limit.
+func (p *Payload) CheckSize() error {
+	if len(p.Script) > MaxSize {
+		return fmt.Errorf("%w: %d bytes, the limit is %d (files and commands make up most of it)", ErrTooLarge, len(p.Script), MaxSize)
+	}
+	return nil
+}
+
+// NodeConfig computes the node configuration from the input.
+func NodeConfig(in Input) (*nodeconfig.Config, error) {
+	if in.Spec == nil {
+		return nil, errors.New("no WindowsKubeadmConfig spec")
+	}
+	s := in.Spec.DeepCopy()
+	webhooks.DefaultConfigSpec(s)
+
+	cfg := &nodeconfig.Config{
+		SchemaVersion:     nodeconfig.SchemaVersion,
+		NodeName:          in.NodeName,
+		KubernetesVersion: in.KubernetesVersion,
+		WindowsBuild:      in.WindowsBuild,
+		Join: nodeconfig.Join{
+			APIServerEndpoint:     net.JoinHostPort(in.ControlPlaneHost, strconv.Itoa(int(in.ControlPlanePort))),
+			Token:                 in.Token,
+			CACertHashes:          in.CACertHashes,
+			IgnorePreflightErrors: s.NodeRegistration.IgnorePreflightErrors,
+		},
+		Labels:           map[string]string{},
+		CSIProxy:         deref(s.CSIProxy.Enabled),
+		GMSA:             deref(s.GMSA.Enabled),
+		PreJoinCommands:  s.PreJoinCommands,
+		PostJoinCommands: s.PostJoinCommands,
+	}
+	for k, v := range s.NodeRegistration.Labels {
+		cfg.Labels[k] = v
+	}
+	if in.WindowsBuild != "" {
+		cfg.Labels[corev1.LabelWindowsBuild] = in.WindowsBuild
+	}
+	for _, t := range s.NodeRegistration.Taints {
+		cfg.Taints = append(cfg.Taints, nodeconfig.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+	}
+
+	cfg.Kubelet = nodeconfig.Kubelet{
+		SystemReserved: quantities(s.Kubelet.SystemReserved),
+		KubeReserved:   quantities(s.Kubelet.KubeReserved),
+		ExtraArgs:      args(s.NodeRegistration.KubeletExtraArgs),
+	}
+	cfg.Containerd = nodeconfig.Containerd{
+		PauseImage: s.Containerd.PauseImage,
+		Isolation:  string(s.Containerd.Isolation),
+	}
+	for _, m := range s.Containerd.RegistryMirrors {
+		cfg.Containerd.RegistryMirrors = append(cfg.Containerd.RegistryMirrors, nodeconfig.RegistryMirror{Registry: m.Registry, Endpoints: m.Endpoints})
+	}
+
+	cfg.Network = nodeconfig.Network{
+		CNI:          string(s.Network.CNI),
+		Mode:         string(s.Network.Mode),
+		PodCIDRs:     in.PodCIDRs,
+		ServiceCIDRs: in.ServiceCIDRs,
+		NodeSubnet:   s.Network.NodeSubnet,
+		OutboundNATExceptions: unique(in.PodCIDRs, in.ServiceCIDRs,
+			nonEmpty(s.Network.NodeSubnet), s.Network.OutboundNATExceptions),
+	}
+	if s.Network.Mode == bootstrapv1.Overlay {
+		cfg.Network.VXLANVNI = int(s.Network.VXLAN.VNI)
+		cfg.Network.VXLANPort = int(s.Network.VXLAN.Port)
+	}
+	cfg.KubeProxy = nodeconfig.KubeProxy{EnableDSR: deref(s.KubeProxy.EnableDSR), ExtraArgs: args(s.KubeProxy.ExtraArgs)}
+
+	if p := s.Proxy; p.HTTPProxy != "" || p.HTTPSProxy != "" {
+		cfg.Proxy = &nodeconfig.Proxy{
+			HTTPProxy:  p.HTTPProxy,
+			HTTPSProxy: p.HTTPSProxy,
+			// The node must reach the control plane, pods, services and its
+			// own network directly.
+			NoProxy: unique([]string{"localhost", "127.0.0.1", in.ControlPlaneHost},
+				in.PodCIDRs, in.ServiceCIDRs, nonEmpty(s.Network.NodeSubnet), p.NoProxy),
+		}
+	}
+
+	for _, f := range s.Files {
+		content, err := fileContent(f, in.FileContent)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Files = append(cfg.Files, nodeconfig.File{Path: f.Path, Content: content})
+	}
+	if s.NodeAgent.URL != "" {
+		cfg.Agent = &nodeconfig.Agent{URL: s.NodeAgent.URL, SHA256: s.NodeAgent.SHA256}
+	}
+	return cfg, nil
+}
+
+func fileContent(f bootstrapv1.File, resolve func(bootstrapv1.SecretKeyReference) ([]byte, error)) (string, error) {
+	if f.ContentFrom != nil {
+		if resolve == nil {
+			return "", fmt.Errorf("file %s: content from Secret %s key %s cannot be read here", f.Path, f.ContentFrom.Secret.Name, f.ContentFrom.Secret.Key)
+		}
+		data, err := resolve(f.ContentFrom.Secret)
+		if err != nil {
+			return "", fmt.Errorf("file %s: reading Secret %s key %s: %w", f.Path, f.ContentFrom.Secret.Name, f.ContentFrom.Secret.Key, err)
+		}
+		return base64.StdEncoding.EncodeToString(data), nil
+	}
+	if f.Encoding == "base64" {
+		return f.Content, nil
+	}
+	return base64.StdEncoding.EncodeToString([]byte(f.Content)), nil
+}
+
+func quantities(l corev1.ResourceList) map[string]string {
+	if len(l) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(l))
+	for name, q := range l {
+		m[string(name)] = q.String()
+	}
+	return m
+}
+
+func args(in []bootstrapv1.Arg) []nodeconfig.Arg {
+	var out []nodeconfig.Arg
+	for _, a := range in {
+		out = append(out, nodeconfig.Arg{Name: a.Name, Value: deref(a.Value)})
+	}
+	return out
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// unique concatenates lists, keeping the first of each value.
+func unique(lists ...[]string) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for _, l := range lists {
+		for _, v := range l {
+			if v != "" && !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
