@@ -126,8 +126,9 @@ func (e *Environment) Stop() error {
 
 // NewManager returns a controller-runtime manager for the environment. When
 // the environment was started with Options.Webhooks its webhook server
-// listens where the installed webhook configurations point.
-func (e *Environment) NewManager() (ctrl.Manager, error) {
+// listens where the installed webhook configurations point. mutate, if
+// given, adjusts the options (a logger, say) before the manager is made.
+func (e *Environment) NewManager(mutate ...func(*manager.Options)) (ctrl.Manager, error) {
 	opts := manager.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -141,6 +142,9 @@ func (e *Environment) NewManager() (ctrl.Manager, error) {
 			Port:    w.LocalServingPort,
 			CertDir: w.LocalServingCertDir,
 		})
+	}
+	for _, m := range mutate {
+		m(&opts)
 	}
 	return ctrl.NewManager(e.Config, opts)
 }

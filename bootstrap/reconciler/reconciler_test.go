@@ -1,0 +1,521 @@
+package reconciler_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/core/setup"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/kubeconfig"
+
+	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/bootstrap/payload"
+	"github.com/capwin/capwin/bootstrap/reconciler"
+	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/test/envtest"
+)
+
+const ttl = 45 * time.Minute
+
+var (
+	mgmt     *envtest.Environment // the management cluster
+	workload *envtest.Environment // stands in for every workload cluster
+	clock    = &fakeClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	logs     = &logBuffer{}
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) write(prefix, args string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintln(&l.buf, prefix, args)
+}
+
+func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.String() }
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx := context.Background()
+	var err error
+	if mgmt, err = envtest.Start(ctx, envtest.Options{}); err != nil {
+		println("starting the management envtest:", err.Error())
+		return 1
+	}
+	defer stop("management", mgmt)
+	if workload, err = envtest.Start(ctx, envtest.Options{WithoutCRDs: true}); err != nil {
+		println("starting the workload envtest:", err.Error())
+		return 1
+	}
+	defer stop("workload", workload)
+
+	logger := funcr.New(logs.write, funcr.Options{Verbosity: 5})
+	mgr, err := mgmt.NewManager(func(o *manager.Options) { o.Logger = logger })
+	if err != nil {
+		println(err.Error())
+		return 1
+	}
+	secretClient, err := setup.CreateSecretCachingClient(mgr)
+	if err != nil {
+		println(err.Error())
+		return 1
+	}
+	cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient: secretClient,
+		Cache:        setup.ClusterCacheCacheOptions(),
+		Client:       setup.ClusterCacheClientOptions("capwin-test", 100, 200),
+	}, controller.Options{MaxConcurrentReconciles: 5})
+	if err != nil {
+		println(err.Error())
+		return 1
+	}
+	r := &reconciler.Reconciler{Client: mgr.GetClient(), ClusterCache: cc, TokenTTL: ttl, Now: clock.Now}
+	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 5}); err != nil {
+		println(err.Error())
+		return 1
+	}
+	// The manager stops before the API servers do, or they wait for its
+	// connections to drain.
+	mgrCtx, cancel := context.WithCancel(ctx)
+	done, err := envtest.StartManager(mgrCtx, mgr)
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			println("the manager stopped with:", err.Error())
+		}
+	}()
+	// Deleting the Clusters makes the ClusterCache close its connections to
+	// the workload API server, which otherwise waits for them as it stops.
+	defer disconnectAll(ctx, cc)
+	if err != nil {
+		println(err.Error())
+		return 1
+	}
+	return m.Run()
+}
+
+func disconnectAll(ctx context.Context, cc clustercache.ClusterCache) {
+	clusters := &clusterv1.ClusterList{}
+	if err := mgmt.Client.List(ctx, clusters); err != nil {
+		return
+	}
+	for i := range clusters.Items {
+		_ = mgmt.Client.Delete(ctx, &clusters.Items[i])
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, c := range clusters.Items {
+		for time.Now().Before(deadline) {
+			if _, err := cc.GetClient(ctx, client.ObjectKeyFromObject(&c)); err != nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// world is one cluster with one Windows Machine, its HybridMachine and its
+// WindowsKubeadmConfig, in a namespace of its own.
+type world struct {
+	ns      string
+	cluster *clusterv1.Cluster
+	machine *clusterv1.Machine
+	config  *bootstrapv1.WindowsKubeadmConfig
+	caPEM   []byte
+}
+
+// newWorld creates the objects; initialized says whether the Cluster's
+// control plane is initialized already.
+func newWorld(t *testing.T, spec bootstrapv1.WindowsKubeadmConfigSpec, initialized bool, mutate ...func(*world)) *world {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, err := mgmt.CreateNamespace(ctx, "bootstrap")
+	g.Expect(err).NotTo(HaveOccurred())
+	w := &world{ns: ns.Name}
+
+	w.cluster = &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "win1", Namespace: w.ns},
+		Spec: clusterv1.ClusterSpec{
+			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: "10.0.0.100", Port: 6443},
+			ClusterNetwork: clusterv1.ClusterNetwork{
+				Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{"10.244.0.0/16"}},
+				Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.96.0.0/12"}},
+			},
+		},
+	}
+	hm := &infrav1.HybridMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: "win1-md-0-abcde", Namespace: w.ns},
+		Spec: infrav1.HybridMachineSpec{
+			OS: infrav1.OSSpec{Type: infrav1.OSWindows, WindowsRelease: infrav1.WindowsServer2022},
+			VSphere: &infrav1.VSphereMachineSpec{Template: "w2022", NumCPUs: 4, MemoryMiB: 8192,
+				Network: []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", DHCP4: ptr.To(true)}}},
+		},
+	}
+	w.config = &bootstrapv1.WindowsKubeadmConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "win1-md-0-abcde", Namespace: w.ns, Labels: map[string]string{clusterv1.ClusterNameLabel: "win1"}},
+		Spec:       spec,
+	}
+	w.machine = &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Name: "win1-md-0-abcde", Namespace: w.ns, Labels: map[string]string{clusterv1.ClusterNameLabel: "win1"}},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: "win1",
+			Version:     "v1.36.3",
+			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: bootstrapv1.GroupVersion.Group, Kind: "WindowsKubeadmConfig", Name: w.config.Name}},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "HybridMachine", Name: hm.Name},
+		},
+	}
+	for _, m := range mutate {
+		m(w)
+	}
+	if w.machine.Spec.InfrastructureRef.Name == hm.Name {
+		g.Expect(mgmt.Client.Create(ctx, hm)).To(Succeed())
+	}
+	g.Expect(mgmt.Client.Create(ctx, w.cluster)).To(Succeed())
+	w.setClusterStatus(t, initialized)
+
+	w.caPEM = newCA(t)
+	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "win1-ca", Namespace: w.ns, Labels: map[string]string{clusterv1.ClusterNameLabel: "win1"}},
+		Data:       map[string][]byte{"tls.crt": w.caPEM, "tls.key": []byte("unused")},
+	})).To(Succeed())
+	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "win1-kubeconfig", Namespace: w.ns, Labels: map[string]string{clusterv1.ClusterNameLabel: "win1"}},
+		Data:       map[string][]byte{"value": kubeconfig.FromEnvTestConfig(workload.Config, w.cluster)},
+	})).To(Succeed())
+
+	g.Expect(mgmt.Client.Create(ctx, w.machine)).To(Succeed())
+	w.config.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: w.machine.Name, UID: w.machine.UID, Controller: ptr.To(true),
+	}}
+	g.Expect(mgmt.Client.Create(ctx, w.config)).To(Succeed())
+	return w
+}
+
+func (w *world) setClusterStatus(t *testing.T, controlPlaneInitialized bool) {
+	t.Helper()
+	g := NewWithT(t)
+	c := &clusterv1.Cluster{}
+	g.Expect(mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(w.cluster), c)).To(Succeed())
+	c.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	c.Status.Initialization.ControlPlaneInitialized = ptr.To(controlPlaneInitialized)
+	g.Expect(mgmt.Client.Status().Update(t.Context(), c)).To(Succeed())
+}
+
+// poke makes the reconciler look at the config again now, as its requeue
+// would after the fake clock's time has passed.
+func (w *world) poke(t *testing.T) {
+	t.Helper()
+	c := &bootstrapv1.WindowsKubeadmConfig{}
+	g := NewWithT(t)
+	g.Expect(mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(w.config), c)).To(Succeed())
+	patch := client.MergeFrom(c.DeepCopy())
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations["test.capwin.io/poke"] = clock.Now().String()
+	g.Expect(mgmt.Client.Patch(t.Context(), c, patch)).To(Succeed())
+}
+
+func (w *world) getConfig(g Gomega) *bootstrapv1.WindowsKubeadmConfig {
+	c := &bootstrapv1.WindowsKubeadmConfig{}
+	g.Expect(mgmt.Client.Get(context.Background(), client.ObjectKeyFromObject(w.config), c)).To(Succeed())
+	return c
+}
+
+func (w *world) dataSecret(g Gomega) *corev1.Secret {
+	s := &corev1.Secret{}
+	g.Expect(mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: w.config.Name}, s)).To(Succeed())
+	return s
+}
+
+// nodeConfig decodes the node configuration out of the data Secret's script.
+func nodeConfig(g Gomega, s *corev1.Secret) *nodeconfig.Config {
+	m := regexp.MustCompile(`(?m)^\$NodeConfig = '([A-Za-z0-9+/=]+)'$`).FindSubmatch(s.Data["value"])
+	g.Expect(m).NotTo(BeNil(), "no node configuration in the script")
+	data, err := base64.StdEncoding.DecodeString(string(m[1]))
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg, err := nodeconfig.Parse(data)
+	g.Expect(err).NotTo(HaveOccurred())
+	return cfg
+}
+
+func workloadToken(g Gomega, id string) *corev1.Secret {
+	s := &corev1.Secret{}
+	g.Expect(workload.Client.Get(context.Background(), client.ObjectKey{Namespace: "kube-system", Name: "bootstrap-token-" + id}, s)).To(Succeed())
+	return s
+}
+
+func expiration(g Gomega, s *corev1.Secret) time.Time {
+	t, err := time.Parse(time.RFC3339, string(s.Data[bootstrapapi.BootstrapTokenExpirationKey]))
+	g.Expect(err).NotTo(HaveOccurred())
+	return t
+}
+
+func condition(g Gomega, c *bootstrapv1.WindowsKubeadmConfig, t string) *metav1.Condition {
+	cond := conditions.Get(c, t)
+	g.Expect(cond).NotTo(BeNil(), "condition %s is not set; conditions: %v", t, c.Status.Conditions)
+	return cond
+}
+
+const eventually = 30 * time.Second
+
+func TestWaitsForControlPlaneThenWritesData(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, false)
+
+	g.Eventually(func(g Gomega) {
+		cond := condition(g, w.getConfig(g), bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition)
+		g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(cond.Reason).To(Equal(bootstrapv1.WindowsKubeadmConfigWaitingForControlPlaneInitializedReason))
+	}, eventually).Should(Succeed())
+	err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: w.ns, Name: w.config.Name}, &corev1.Secret{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no data Secret before the control plane is initialized")
+
+	w.setClusterStatus(t, true)
+	g.Eventually(func(g Gomega) {
+		c := w.getConfig(g)
+		g.Expect(c.Status.DataSecretName).To(Equal(w.config.Name))
+		g.Expect(c.Status.Initialization.DataSecretCreated).To(Equal(ptr.To(true)))
+		g.Expect(condition(g, c, bootstrapv1.WindowsKubeadmConfigReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+	}, eventually).Should(Succeed())
+
+	// The Secret as the contract wants it.
+	s := w.dataSecret(g)
+	g.Expect(s.Type).To(Equal(clusterv1.ClusterSecretType))
+	g.Expect(s.Labels).To(HaveKeyWithValue(clusterv1.ClusterNameLabel, "win1"))
+	g.Expect(s.Data).To(HaveKeyWithValue("format", []byte(payload.Format)))
+	g.Expect(s.OwnerReferences).To(ConsistOf(HaveField("Name", w.config.Name)))
+	g.Expect(*s.OwnerReferences[0].Controller).To(BeTrue())
+
+	// The payload: a valid node configuration with the Cluster's facts.
+	cfg := nodeConfig(g, s)
+	g.Expect(cfg.Join.APIServerEndpoint).To(Equal("10.0.0.100:6443"))
+	hash, err := payload.CACertHash(w.caPEM)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.Join.CACertHashes).To(Equal([]string{hash}))
+	g.Expect(cfg.WindowsBuild).To(Equal("10.0.20348"))
+	g.Expect(cfg.Labels).To(HaveKeyWithValue(corev1.LabelWindowsBuild, "10.0.20348"))
+	g.Expect(cfg.Network.OutboundNATExceptions).To(ContainElements("10.244.0.0/16", "10.96.0.0/12"))
+	g.Expect(len(cfg.NodeName)).To(BeNumerically("<=", 15))
+
+	// The token in the payload exists in the workload cluster, lives TTL.
+	id := strings.Split(cfg.Join.Token, ".")[0]
+	g.Expect(s.Annotations).To(HaveKeyWithValue(bootstrapv1.TokenIDAnnotation, id))
+	tok := workloadToken(g, id)
+	g.Expect(string(tok.Data[bootstrapapi.BootstrapTokenSecretKey])).To(Equal(strings.Split(cfg.Join.Token, ".")[1]))
+	g.Expect(expiration(g, tok)).To(BeTemporally("~", clock.Now().Add(ttl), time.Second))
+
+	// Neither the token's secret half nor the payload reaches a log line.
+	g.Expect(logs.String()).To(ContainSubstring("Wrote the bootstrap data Secret"))
+	g.Expect(logs.String()).NotTo(ContainSubstring(strings.Split(cfg.Join.Token, ".")[1]))
+	g.Expect(logs.String()).NotTo(ContainSubstring("ps1_sysnative"))
+}
+
+func TestTokenRefreshedUntilNodeJoins(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, true)
+	var id string
+	g.Eventually(func(g Gomega) {
+		id = w.dataSecret(g).Annotations[bootstrapv1.TokenIDAnnotation]
+		g.Expect(id).NotTo(BeEmpty())
+	}, eventually).Should(Succeed())
+	first := expiration(g, workloadToken(g, id))
+
+	// Half the lifetime passes with the VM still booting: refreshed.
+	clock.Advance(ttl / 2)
+	w.poke(t)
+	g.Eventually(func(g Gomega) {
+		g.Expect(expiration(g, workloadToken(g, id))).To(BeTemporally("~", clock.Now().Add(ttl), time.Second))
+	}, eventually).Should(Succeed())
+	refreshed := expiration(g, workloadToken(g, id))
+	g.Expect(refreshed.After(first)).To(BeTrue())
+
+	// The node joins: no more refreshes, the token runs out.
+	m := &clusterv1.Machine{}
+	g.Expect(mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(w.machine), m)).To(Succeed())
+	m.Status.NodeRef = clusterv1.MachineNodeReference{Name: "win1-md-q3zk5a"}
+	g.Expect(mgmt.Client.Status().Update(t.Context(), m)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cond := condition(g, w.getConfig(g), bootstrapv1.WindowsKubeadmConfigBootstrapTokenCondition)
+		g.Expect(cond.Reason).To(Equal(bootstrapv1.WindowsKubeadmConfigTokenNotNeededReason))
+	}, eventually).Should(Succeed())
+	clock.Advance(ttl / 2)
+	w.poke(t)
+	g.Consistently(func(g Gomega) {
+		g.Expect(expiration(g, workloadToken(g, id))).To(Equal(refreshed))
+	}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+}
+
+func TestMissingTokenIsReplaced(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, true)
+	var id string
+	g.Eventually(func(g Gomega) {
+		id = w.dataSecret(g).Annotations[bootstrapv1.TokenIDAnnotation]
+		g.Expect(id).NotTo(BeEmpty())
+	}, eventually).Should(Succeed())
+	g.Expect(workload.Client.Delete(t.Context(), workloadToken(g, id))).To(Succeed())
+	w.poke(t)
+	g.Eventually(func(g Gomega) {
+		s := w.dataSecret(g)
+		newID := s.Annotations[bootstrapv1.TokenIDAnnotation]
+		g.Expect(newID).NotTo(Equal(id))
+		g.Expect(strings.Split(nodeConfig(g, s).Join.Token, ".")[0]).To(Equal(newID))
+		workloadToken(g, newID)
+	}, eventually).Should(Succeed())
+}
+
+func TestDeletionRevokesToken(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, true)
+	var id string
+	g.Eventually(func(g Gomega) {
+		c := w.getConfig(g)
+		g.Expect(c.Finalizers).To(ContainElement(bootstrapv1.ConfigFinalizer))
+		id = w.dataSecret(g).Annotations[bootstrapv1.TokenIDAnnotation]
+		g.Expect(id).NotTo(BeEmpty())
+	}, eventually).Should(Succeed())
+
+	g.Expect(mgmt.Client.Delete(t.Context(), w.getConfig(g))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(w.config), &bootstrapv1.WindowsKubeadmConfig{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the config is gone once its finalizer is removed")
+		err = workload.Client.Get(t.Context(), client.ObjectKey{Namespace: "kube-system", Name: "bootstrap-token-" + id}, &corev1.Secret{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the bootstrap token is revoked")
+	}, eventually).Should(Succeed())
+}
+
+func TestPausedClusterChangesNothing(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, true, func(w *world) {
+		w.cluster.Spec.Paused = ptr.To(true)
+	})
+	g.Eventually(func(g Gomega) {
+		cond := condition(g, w.getConfig(g), clusterv1.PausedCondition)
+		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue))
+	}, eventually).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: w.ns, Name: w.config.Name}, &corev1.Secret{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a paused cluster gets no bootstrap data")
+	}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+}
+
+func TestOversizedPayloadWritesNoSecret(t *testing.T) {
+	g := NewWithT(t)
+	big := strings.Repeat("x", 30000)
+	tokensBefore := &corev1.SecretList{}
+	g.Expect(workload.Client.List(t.Context(), tokensBefore, client.InNamespace("kube-system"))).To(Succeed())
+
+	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{Files: []bootstrapv1.File{
+		{Path: `C:\a.txt`, Content: big}, {Path: `C:\b.txt`, Content: big},
+	}}, true)
+	g.Eventually(func(g Gomega) {
+		cond := condition(g, w.getConfig(g), bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition)
+		g.Expect(cond.Reason).To(Equal(bootstrapv1.WindowsKubeadmConfigPayloadTooLargeReason))
+		g.Expect(cond.Message).To(ContainSubstring("65536 byte user-data limit"))
+	}, eventually).Should(Succeed())
+	err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: w.ns, Name: w.config.Name}, &corev1.Secret{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	tokensAfter := &corev1.SecretList{}
+	g.Expect(workload.Client.List(t.Context(), tokensAfter, client.InNamespace("kube-system"))).To(Succeed())
+	g.Expect(tokensAfter.Items).To(HaveLen(len(tokensBefore.Items)), "no token is created for a payload that cannot be sent")
+}
+
+func TestReservationsOverMachineMemory(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, true, func(w *world) {
+		w.machine.Spec.InfrastructureRef.Name = "small"
+	})
+	small := &infrav1.HybridMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: "small", Namespace: w.ns},
+		Spec: infrav1.HybridMachineSpec{
+			OS: infrav1.OSSpec{Type: infrav1.OSWindows, WindowsRelease: infrav1.WindowsServer2022},
+			VSphere: &infrav1.VSphereMachineSpec{Template: "w2022", NumCPUs: 2, MemoryMiB: 2048,
+				Network: []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", DHCP4: ptr.To(true)}}},
+		},
+	}
+	g.Expect(mgmt.Client.Create(t.Context(), small)).To(Succeed())
+	w.poke(t)
+	g.Eventually(func(g Gomega) {
+		cond := condition(g, w.getConfig(g), bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition)
+		g.Expect(cond.Reason).To(Equal(bootstrapv1.WindowsKubeadmConfigInvalidReason))
+		g.Expect(cond.Message).To(ContainSubstring("nothing would be left for pods"))
+	}, eventually).Should(Succeed())
+}
+
+func newCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "kubernetes"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func stop(name string, e *envtest.Environment) {
+	if err := e.Stop(); err != nil {
+		println("stopping the", name, "envtest:", err.Error())
+	}
+}
