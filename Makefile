@@ -59,6 +59,10 @@ test: ## Run all tests (unit, envtest integration, a short fuzz run)
 	  (set -x; cd $$m && KUBEBUILDER_ASSETS="$$assets" $(GO) test ./... $(TEST_ARGS)) || exit 1; done
 	$(GO) test ./webhooks/ -run '^$$' -fuzz FuzzDefaultThenValidate -fuzztime $(FUZZ_SMOKE_TIME)
 
+.PHONY: bench
+bench: ## Run the benchmarks: bootstrap payload sizes per variant and render time
+	$(GO) test ./bootstrap/payload/ -run '^$$' -bench . -benchmem
+
 .PHONY: fuzz
 fuzz: ## Run the fuzz tests for longer (FUZZ_TIME, default 2m each)
 	$(GO) test ./webhooks/ -run '^$$' -fuzz FuzzDefaultThenValidate -fuzztime $(FUZZ_TIME)
