@@ -123,11 +123,9 @@ func run(m *testing.M) int {
 	}
 	// The manager stops before the API servers do, or they wait for its
 	// connections to drain.
-	mgrCtx, cancel := context.WithCancel(ctx)
-	done, err := envtest.StartManager(mgrCtx, mgr)
+	stopManager, err := envtest.StartManager(ctx, mgr)
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stopManager(); err != nil {
 			println("the manager stopped with:", err.Error())
 		}
 	}()

@@ -54,9 +54,16 @@ func run(m *testing.M) int {
 	if err == nil {
 		err = errors.Join(webhooks.SetupInfrastructure(mgr), webhooks.SetupBootstrap(mgr))
 	}
-	if err == nil {
-		_, err = envtest.StartManager(ctx, mgr)
+	if err != nil {
+		println("setting up the webhooks:", err.Error())
+		return 1
 	}
+	stopManager, err := envtest.StartManager(ctx, mgr)
+	defer func() {
+		if err := stopManager(); err != nil {
+			println("the manager stopped with:", err.Error())
+		}
+	}()
 	if err != nil {
 		println("starting the webhook server:", err.Error())
 		return 1

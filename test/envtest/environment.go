@@ -150,27 +150,32 @@ func (e *Environment) NewManager(mutate ...func(*manager.Options)) (ctrl.Manager
 }
 
 // StartManager starts mgr in the background and waits for its caches and, if
-// it serves webhooks, for the webhook server. Cancel ctx to stop it; the
-// returned channel yields the manager's exit error.
-func StartManager(ctx context.Context, mgr ctrl.Manager) (<-chan error, error) {
+// it serves webhooks, for its webhook server. The returned stop cancels the
+// manager and waits for it to exit, returning its error.
+func StartManager(ctx context.Context, mgr ctrl.Manager) (stop func() error, err error) {
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
+	stop = func() error {
+		cancel()
+		return <-done
+	}
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		return done, errors.New("manager caches did not sync")
+		return stop, errors.New("manager caches did not sync")
 	}
 	srv := mgr.GetWebhookServer()
 	if srv == nil {
-		return done, nil
+		return stop, nil
 	}
 	check := srv.StartedChecker()
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		req, _ := http.NewRequest(http.MethodGet, "/", nil)
 		return check(req) == nil, nil
 	})
 	if err != nil {
-		return done, fmt.Errorf("webhook server did not start: %w", err)
+		return stop, fmt.Errorf("webhook server did not start: %w", err)
 	}
-	return done, nil
+	return stop, nil
 }
 
 // CreateNamespace creates a namespace with a generated name that starts

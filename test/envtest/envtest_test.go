@@ -93,17 +93,14 @@ func TestCRDValidationIsLive(t *testing.T) {
 
 func TestCoreReconcilersRun(t *testing.T) {
 	g := NewWithT(t)
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx := t.Context()
 	mgr, err := env.NewManager()
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = envtest.SetupCoreReconcilers(ctx, mgr)
 	g.Expect(err).NotTo(HaveOccurred())
-	done, err := envtest.StartManager(ctx, mgr)
+	stop, err := envtest.StartManager(ctx, mgr)
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() {
-		cancel()
-		g.Expect(<-done).To(Succeed())
-	})
+	defer func() { g.Expect(stop()).To(Succeed()) }()
 
 	ns, err := env.CreateNamespace(ctx, "core")
 	g.Expect(err).NotTo(HaveOccurred())

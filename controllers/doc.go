@@ -1,0 +1,2 @@
+// Package controllers holds the infrastructure-capwin reconcilers.
+package controllers
