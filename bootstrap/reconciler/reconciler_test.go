@@ -481,8 +481,12 @@ func TestReservationsOverMachineMemory(t *testing.T) {
 				Network: []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", DHCP4: ptr.To(true)}}},
 		},
 	}
+	// The HybridMachine appears after its Machine: the config waits and retries.
+	g.Eventually(func(g Gomega) {
+		cond := condition(g, w.getConfig(g), bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition)
+		g.Expect(cond.Reason).To(Equal(bootstrapv1.WindowsKubeadmConfigWaitingForInputsReason))
+	}, eventually).Should(Succeed())
 	g.Expect(mgmt.Client.Create(t.Context(), small)).To(Succeed())
-	w.poke(t)
 	g.Eventually(func(g Gomega) {
 		cond := condition(g, w.getConfig(g), bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition)
 		g.Expect(cond.Reason).To(Equal(bootstrapv1.WindowsKubeadmConfigInvalidReason))

@@ -184,7 +184,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, config *bootstrapv1.Wi
 
 	in, err := r.payloadInput(ctx, config, machine, cluster)
 	if err != nil {
-		return r.invalid(config, err)
+		return r.inputError(config, err)
 	}
 	// Check the rendered size with a placeholder of the token's length before
 	// creating a token that would go unused.
@@ -247,7 +247,7 @@ func (r *Reconciler) reconcileToken(ctx context.Context, config *bootstrapv1.Win
 		log.Info("Bootstrap token is missing before the node joined; creating a new one", "tokenID", id)
 		in, err := r.payloadInput(ctx, config, machine, cluster)
 		if err != nil {
-			return r.invalid(config, err)
+			return r.inputError(config, err)
 		}
 		if in.Token, err = newToken(ctx, remote, r.now().Add(r.ttl())); err != nil {
 			return ctrl.Result{}, err
@@ -314,6 +314,23 @@ func (r *Reconciler) invalid(config *bootstrapv1.WindowsKubeadmConfig, err error
 	return ctrl.Result{}, nil
 }
 
+// transientError is a failure to read an input that may well be there on a
+// later try (a Secret or HybridMachine not created yet, an API error).
+type transientError struct{ error }
+
+func (e transientError) Unwrap() error { return e.error }
+
+// inputError reports why the payload's inputs could not be gathered:
+// transient errors are retried with backoff, the rest wait for a change.
+func (r *Reconciler) inputError(config *bootstrapv1.WindowsKubeadmConfig, err error) (ctrl.Result, error) {
+	var t transientError
+	if errors.As(err, &t) {
+		setDataSecretNotAvailable(config, bootstrapv1.WindowsKubeadmConfigWaitingForInputsReason, err.Error())
+		return ctrl.Result{}, err
+	}
+	return r.invalid(config, err)
+}
+
 // payloadInput gathers what the node configuration is computed from: the
 // Cluster's endpoint, network and CA, and the machine's name and build.
 func (r *Reconciler) payloadInput(ctx context.Context, config *bootstrapv1.WindowsKubeadmConfig, machine *clusterv1.Machine, cluster *clusterv1.Cluster) (payload.Input, error) {
@@ -344,7 +361,7 @@ func (r *Reconciler) payloadInput(ctx context.Context, config *bootstrapv1.Windo
 
 	ca, err := secret.GetFromNamespacedName(ctx, r.Client, util.ObjectKey(cluster), secret.ClusterCA)
 	if err != nil {
-		return payload.Input{}, fmt.Errorf("reading the cluster CA Secret: %w", err)
+		return payload.Input{}, transientError{fmt.Errorf("reading the cluster CA Secret: %w", err)}
 	}
 	hash, err := payload.CACertHash(ca.Data[secret.TLSCrtDataName])
 	if err != nil {
@@ -378,7 +395,7 @@ func (r *Reconciler) fromHybridMachine(ctx context.Context, machine *clusterv1.M
 	}
 	hm := &infrav1.HybridMachine{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: machine.Namespace, Name: ref.Name}, hm); err != nil {
-		return fmt.Errorf("reading HybridMachine %s: %w", ref.Name, err)
+		return transientError{fmt.Errorf("reading HybridMachine %s: %w", ref.Name, err)}
 	}
 	if hm.Spec.OS.Type != infrav1.OSWindows {
 		return fmt.Errorf("HybridMachine %s runs %s: a WindowsKubeadmConfig bootstraps Windows machines only", hm.Name, hm.Spec.OS.Type)

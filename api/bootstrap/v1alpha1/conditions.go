@@ -19,6 +19,10 @@ const (
 	// WindowsKubeadmConfigWaitingForWorkloadClusterReason means the workload
 	// cluster's API server cannot be reached to create a bootstrap token.
 	WindowsKubeadmConfigWaitingForWorkloadClusterReason = "WaitingForWorkloadCluster"
+	// WindowsKubeadmConfigWaitingForInputsReason means an input of the
+	// payload (the cluster CA Secret, the HybridMachine) could not be read
+	// yet; it is retried.
+	WindowsKubeadmConfigWaitingForInputsReason = "WaitingForInputs"
 	// WindowsKubeadmConfigInvalidReason means the config cannot work in its
 	// Cluster or on its machine; the message says why.
 	WindowsKubeadmConfigInvalidReason = "InvalidConfiguration"
