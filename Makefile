@@ -60,8 +60,8 @@ test: ## Run all tests (unit, envtest integration, a short fuzz run)
 	$(GO) test ./webhooks/ -run '^$$' -fuzz FuzzDefaultThenValidate -fuzztime $(FUZZ_SMOKE_TIME)
 
 .PHONY: bench
-bench: ## Run the benchmarks: bootstrap payload sizes per variant and render time
-	$(GO) test ./bootstrap/payload/ -run '^$$' -bench . -benchmem
+bench: ## Run the benchmarks: payload sizes and render time; vCenter round trips per machine on vcsim
+	$(GO) test ./bootstrap/payload/ ./platform/vsphere/ -run '^$$' -bench . -benchmem
 
 .PHONY: fuzz
 fuzz: ## Run the fuzz tests for longer (FUZZ_TIME, default 2m each)

@@ -1,0 +1,499 @@
+package vsphere
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha1" //nolint:gosec // names a UUID deterministically, not a security use
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+	"sigs.k8s.io/yaml"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+)
+
+// Machine is what the vSphere service needs of one HybridMachine.
+type Machine struct {
+	// Namespace and Name identify the HybridMachine; the VM's instance UUID
+	// is derived from them, so the VM is found again without any status.
+	Namespace, Name string
+	Datacenter      string
+	Spec            *infrav1.VSphereMachineSpec
+	OS              infrav1.OSType
+	ComputerName    string
+	// UserData is the bootstrap script, written to guestinfo.userdata.
+	UserData []byte
+	// TaskRef is a clone or power-on task recorded by an earlier reconcile.
+	TaskRef string
+}
+
+// State is what a reconcile found or started.
+type State struct {
+	// TaskRef is a task still running: record it and come back later.
+	TaskRef string
+	// Exists is true once the VM exists.
+	Exists bool
+	// BIOSUUID is the VM's BIOS UUID, the Node's provider ID suffix.
+	BIOSUUID  string
+	PoweredOn bool
+	// Addresses are the guest's IP addresses, once VMware Tools reports them.
+	Addresses []string
+}
+
+// ProviderID is the provider ID of a VM as the vSphere cloud provider sets it.
+func (s State) ProviderID() string {
+	if s.BIOSUUID == "" {
+		return ""
+	}
+	return "vsphere://" + s.BIOSUUID
+}
+
+// ErrNotFound is wrapped when a template, folder, pool, datastore or network
+// named in the spec does not exist.
+var ErrNotFound = errors.New("not found in vCenter")
+
+// ErrTaskFailed is wrapped when a clone or power-on task failed.
+var ErrTaskFailed = errors.New("vCenter task failed")
+
+// InstanceUUID is the VM instance UUID of a machine: a name-based UUID of its
+// namespace and name, so that a VM is found again after a controller restart
+// or a clusterctl move, and never cloned twice.
+func InstanceUUID(namespace, name string) string {
+	h := sha1.Sum([]byte("capwin.io/hybridmachine/" + namespace + "/" + name)) //nolint:gosec
+	h[6] = (h[6] & 0x0f) | 0x50                                                // version 5
+	h[8] = (h[8] & 0x3f) | 0x80                                                // RFC 4122 variant
+	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
+
+// Reconcile drives the machine's VM one step towards existing and running:
+// it clones it (with its guestinfo and powered on) or waits for a task, and
+// reports the VM's state. It never waits for a task to finish.
+func (s *Session) Reconcile(ctx context.Context, m Machine) (State, error) {
+	dc, err := s.datacenter(ctx, m.Datacenter)
+	if err != nil {
+		return State{}, err
+	}
+	vm, err := s.findVM(ctx, dc, m)
+	if err != nil {
+		return State{}, err
+	}
+	if vm == nil {
+		if m.TaskRef != "" {
+			st, err := s.checkTask(ctx, m.TaskRef)
+			if err != nil || st.TaskRef != "" {
+				return st, err
+			}
+			// The clone finished: the VM is there now.
+			if vm, err = s.findVM(ctx, dc, m); err != nil || vm == nil {
+				return State{}, err
+			}
+		} else {
+			return s.clone(ctx, dc, m)
+		}
+	}
+	return s.observe(ctx, vm, m)
+}
+
+func (s *Session) findVM(ctx context.Context, dc *object.Datacenter, m Machine) (*object.VirtualMachine, error) {
+	ref, err := object.NewSearchIndex(s.Client).FindByUuid(ctx, dc, InstanceUUID(m.Namespace, m.Name), true, types.NewBool(true))
+	if err != nil {
+		return nil, fmt.Errorf("looking up the VM of %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	if ref == nil {
+		return nil, nil
+	}
+	return object.NewVirtualMachine(s.Client, ref.Reference()), nil
+}
+
+// checkTask returns the task's reference while it runs, nothing once it
+// succeeded, and ErrTaskFailed with vCenter's message when it failed.
+func (s *Session) checkTask(ctx context.Context, ref string) (State, error) {
+	var task mo.Task
+	moref := types.ManagedObjectReference{Type: "Task", Value: ref}
+	if err := property.DefaultCollector(s.Client).RetrieveOne(ctx, moref, []string{"info.state", "info.error", "info.descriptionId"}, &task); err != nil {
+		if isFault[*types.ManagedObjectNotFound](err) {
+			// vCenter forgets finished tasks after a while: look at the VM.
+			return State{}, nil
+		}
+		return State{}, fmt.Errorf("reading task %s: %w", ref, err)
+	}
+	switch task.Info.State {
+	case types.TaskInfoStateQueued, types.TaskInfoStateRunning:
+		return State{TaskRef: ref}, nil
+	case types.TaskInfoStateError:
+		msg := "unknown error"
+		if task.Info.Error != nil {
+			msg = task.Info.Error.LocalizedMessage
+		}
+		return State{}, fmt.Errorf("%w: %s: %s", ErrTaskFailed, task.Info.DescriptionId, msg)
+	}
+	return State{}, nil
+}
+
+// observe reads the VM's state and powers it on if it is off.
+func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Machine) (State, error) {
+	var o mo.VirtualMachine
+	if err := vm.Properties(ctx, vm.Reference(), []string{"config.uuid", "runtime.powerState", "guest.net"}, &o); err != nil {
+		return State{}, fmt.Errorf("reading VM %s: %w", vm.Reference().Value, err)
+	}
+	st := State{Exists: true}
+	if o.Config != nil {
+		st.BIOSUUID = o.Config.Uuid
+	}
+	st.PoweredOn = o.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
+	if o.Guest != nil {
+		for _, nic := range o.Guest.Net {
+			st.Addresses = append(st.Addresses, nic.IpAddress...)
+		}
+	}
+	if !st.PoweredOn {
+		if m.TaskRef != "" {
+			ts, err := s.checkTask(ctx, m.TaskRef)
+			if err != nil || ts.TaskRef != "" {
+				st.TaskRef = ts.TaskRef
+				return st, err
+			}
+		}
+		task, err := vm.PowerOn(ctx)
+		if err != nil {
+			return st, fmt.Errorf("powering on VM %s: %w", vm.Reference().Value, err)
+		}
+		st.TaskRef = task.Reference().Value
+	}
+	return st, nil
+}
+
+// clone starts the clone of the machine's template: configured, with its
+// guestinfo, and powered on when done.
+func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (State, error) {
+	inv, err := s.inventory(ctx, dc, m.Spec)
+	if err != nil {
+		return State{}, err
+	}
+	guestinfo, err := GuestInfo(m)
+	if err != nil {
+		return State{}, err
+	}
+	config := &types.VirtualMachineConfigSpec{
+		InstanceUuid: InstanceUUID(m.Namespace, m.Name),
+		NumCPUs:      m.Spec.NumCPUs,
+		MemoryMB:     m.Spec.MemoryMiB,
+		ExtraConfig:  guestinfo,
+	}
+	config.DeviceChange, err = deviceChanges(inv, m.Spec)
+	if err != nil {
+		return State{}, err
+	}
+	relocate := types.VirtualMachineRelocateSpec{Pool: types.NewReference(inv.pool)}
+	if inv.datastore != nil {
+		relocate.Datastore = types.NewReference(*inv.datastore)
+	}
+	spec := types.VirtualMachineCloneSpec{Location: relocate, Config: config, PowerOn: true}
+	if m.Spec.CloneMode == infrav1.LinkedClone {
+		spec.Location.DiskMoveType = string(types.VirtualMachineRelocateDiskMoveOptionsCreateNewChildDiskBacking)
+		if inv.snapshot == nil {
+			return State{}, fmt.Errorf("%w: template %s has no snapshot for a LinkedClone", ErrNotFound, m.Spec.Template)
+		}
+		spec.Snapshot = inv.snapshot
+	}
+	template := object.NewVirtualMachine(s.Client, inv.template)
+	task, err := template.Clone(ctx, object.NewFolder(s.Client, inv.folder), m.Name, spec)
+	if err != nil {
+		if isFault[*types.DuplicateName](err) {
+			return State{}, fmt.Errorf("a VM named %s already exists in the folder and is not this machine's (its instance UUID differs)", m.Name)
+		}
+		return State{}, fmt.Errorf("cloning template %s: %w", m.Spec.Template, err)
+	}
+	return State{TaskRef: task.Reference().Value}, nil
+}
+
+// Delete powers the VM off and destroys it, one task at a time. It returns
+// gone once no VM is left; a VM that is already gone is fine.
+func (s *Session) Delete(ctx context.Context, m Machine) (gone bool, taskRef string, err error) {
+	dc, err := s.datacenter(ctx, m.Datacenter)
+	if err != nil {
+		return false, "", err
+	}
+	vm, err := s.findVM(ctx, dc, m)
+	if err != nil || vm == nil {
+		return vm == nil && err == nil, "", err
+	}
+	if m.TaskRef != "" {
+		st, err := s.checkTask(ctx, m.TaskRef)
+		if st.TaskRef != "" {
+			return false, st.TaskRef, nil
+		}
+		_ = err // a failed power-off or clone is superseded by the next step
+	}
+	state, err := vm.PowerState(ctx)
+	if err != nil {
+		return false, "", fmt.Errorf("reading the power state of VM %s: %w", vm.Reference().Value, err)
+	}
+	var task *object.Task
+	if state == types.VirtualMachinePowerStatePoweredOn {
+		task, err = vm.PowerOff(ctx)
+	} else {
+		task, err = vm.Destroy(ctx)
+	}
+	if err != nil {
+		if isFault[*types.ManagedObjectNotFound](err) {
+			return true, "", nil
+		}
+		return false, "", fmt.Errorf("deleting VM %s: %w", vm.Reference().Value, err)
+	}
+	return false, task.Reference().Value, nil
+}
+
+// ClearUserData removes guestinfo.userdata from the VM once the node has
+// joined: the bootstrap token in it must not stay readable to anyone with
+// read access to the VM.
+func (s *Session) ClearUserData(ctx context.Context, m Machine) error {
+	dc, err := s.datacenter(ctx, m.Datacenter)
+	if err != nil {
+		return err
+	}
+	vm, err := s.findVM(ctx, dc, m)
+	if err != nil || vm == nil {
+		return err
+	}
+	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{
+		&types.OptionValue{Key: "guestinfo.userdata", Value: ""},
+		&types.OptionValue{Key: "guestinfo.userdata.encoding", Value: ""},
+	}})
+	if err != nil {
+		return fmt.Errorf("clearing the user data of VM %s: %w", vm.Reference().Value, err)
+	}
+	// A reconfigure of extraConfig is quick; its outcome is checked on the
+	// next reconcile through UserDataCleared.
+	_ = task
+	return nil
+}
+
+// UserDataCleared reports whether the VM no longer carries user data.
+func (s *Session) UserDataCleared(ctx context.Context, m Machine) (bool, error) {
+	dc, err := s.datacenter(ctx, m.Datacenter)
+	if err != nil {
+		return false, err
+	}
+	vm, err := s.findVM(ctx, dc, m)
+	if err != nil || vm == nil {
+		return vm == nil && err == nil, err
+	}
+	var o mo.VirtualMachine
+	if err := vm.Properties(ctx, vm.Reference(), []string{"config.extraConfig"}, &o); err != nil {
+		return false, err
+	}
+	for _, v := range o.Config.ExtraConfig {
+		if ov := v.GetOptionValue(); ov.Key == "guestinfo.userdata" && ov.Value != "" {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// GuestInfo is the extraConfig that hands the machine its metadata and user
+// data: cloudbase-init (Windows) and cloud-init (Linux) read the same
+// guestinfo keys. Both are gzip+base64 encoded.
+func GuestInfo(m Machine) ([]types.BaseOptionValue, error) {
+	meta, err := metadata(m)
+	if err != nil {
+		return nil, err
+	}
+	enc := func(b []byte) (string, error) {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		if _, err := zw.Write(b); err != nil {
+			return "", err
+		}
+		if err := zw.Close(); err != nil {
+			return "", err
+		}
+		return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+	}
+	metaEnc, err := enc(meta)
+	if err != nil {
+		return nil, err
+	}
+	values := []types.BaseOptionValue{
+		&types.OptionValue{Key: "guestinfo.metadata", Value: metaEnc},
+		&types.OptionValue{Key: "guestinfo.metadata.encoding", Value: "gzip+base64"},
+	}
+	if len(m.UserData) > 0 {
+		userEnc, err := enc(m.UserData)
+		if err != nil {
+			return nil, err
+		}
+		values = append(values,
+			&types.OptionValue{Key: "guestinfo.userdata", Value: userEnc},
+			&types.OptionValue{Key: "guestinfo.userdata.encoding", Value: "gzip+base64"})
+	}
+	return values, nil
+}
+
+// metadata is the instance metadata: the host name and the network.
+func metadata(m Machine) ([]byte, error) {
+	type ethernet struct {
+		Match       map[string]string   `json:"match,omitempty"`
+		DHCP4       bool                `json:"dhcp4,omitempty"`
+		Addresses   []string            `json:"addresses,omitempty"`
+		Gateway4    string              `json:"gateway4,omitempty"`
+		Nameservers map[string][]string `json:"nameservers,omitempty"`
+	}
+	ethernets := map[string]ethernet{}
+	for i, d := range m.Spec.Network {
+		e := ethernet{DHCP4: d.DHCP4 != nil && *d.DHCP4, Addresses: d.IPAddrs, Gateway4: d.Gateway4}
+		if len(d.Nameservers) > 0 {
+			e.Nameservers = map[string][]string{"addresses": d.Nameservers}
+		}
+		ethernets[fmt.Sprintf("id%d", i)] = e
+	}
+	return yaml.Marshal(map[string]any{
+		"instance-id":    InstanceUUID(m.Namespace, m.Name),
+		"local-hostname": m.ComputerName,
+		"network":        map[string]any{"version": 2, "ethernets": ethernets},
+	})
+}
+
+// inventory is what a clone needs, found once per datacenter and spec paths.
+type inventory struct {
+	template  types.ManagedObjectReference
+	snapshot  *types.ManagedObjectReference
+	devices   object.VirtualDeviceList
+	folder    types.ManagedObjectReference
+	pool      types.ManagedObjectReference
+	datastore *types.ManagedObjectReference
+	networks  []types.BaseVirtualDeviceBackingInfo
+}
+
+func (s *Session) datacenter(ctx context.Context, path string) (*object.Datacenter, error) {
+	key := "dc/" + path
+	if v, ok := s.cache.Load(key); ok {
+		return v.(*object.Datacenter), nil
+	}
+	dc, err := find.NewFinder(s.Client).Datacenter(ctx, path)
+	if err != nil {
+		return nil, notFound(err, "datacenter %s", path)
+	}
+	s.cache.Store(key, dc)
+	return dc, nil
+}
+
+func (s *Session) inventory(ctx context.Context, dc *object.Datacenter, spec *infrav1.VSphereMachineSpec) (*inventory, error) {
+	key := strings.Join(append([]string{"inv", dc.Reference().Value, spec.Template, spec.Snapshot, spec.Folder, spec.ResourcePool, spec.Datastore}, networkNames(spec)...), "\x00")
+	if v, ok := s.cache.Load(key); ok {
+		return v.(*inventory), nil
+	}
+	f := find.NewFinder(s.Client).SetDatacenter(dc)
+	inv := &inventory{}
+	tmpl, err := f.VirtualMachine(ctx, spec.Template)
+	if err != nil {
+		return nil, notFound(err, "template %s", spec.Template)
+	}
+	inv.template = tmpl.Reference()
+	var o mo.VirtualMachine
+	if err := tmpl.Properties(ctx, tmpl.Reference(), []string{"config.hardware.device", "snapshot"}, &o); err != nil {
+		return nil, fmt.Errorf("reading template %s: %w", spec.Template, err)
+	}
+	inv.devices = object.VirtualDeviceList(o.Config.Hardware.Device)
+	if o.Snapshot != nil && o.Snapshot.CurrentSnapshot != nil {
+		inv.snapshot = o.Snapshot.CurrentSnapshot
+		if spec.Snapshot != "" {
+			snap, err := tmpl.FindSnapshot(ctx, spec.Snapshot)
+			if err != nil {
+				return nil, notFound(err, "snapshot %s of template %s", spec.Snapshot, spec.Template)
+			}
+			inv.snapshot = snap
+		}
+	}
+	folder, err := f.FolderOrDefault(ctx, spec.Folder)
+	if err != nil {
+		return nil, notFound(err, "folder %s", spec.Folder)
+	}
+	inv.folder = folder.Reference()
+	pool, err := f.ResourcePoolOrDefault(ctx, spec.ResourcePool)
+	if err != nil {
+		return nil, notFound(err, "resource pool %s", spec.ResourcePool)
+	}
+	inv.pool = pool.Reference()
+	if spec.Datastore != "" {
+		ds, err := f.Datastore(ctx, spec.Datastore)
+		if err != nil {
+			return nil, notFound(err, "datastore %s", spec.Datastore)
+		}
+		r := ds.Reference()
+		inv.datastore = &r
+	}
+	for _, d := range spec.Network {
+		n, err := f.Network(ctx, d.NetworkName)
+		if err != nil {
+			return nil, notFound(err, "network %s", d.NetworkName)
+		}
+		backing, err := n.EthernetCardBackingInfo(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("network %s: %w", d.NetworkName, err)
+		}
+		inv.networks = append(inv.networks, backing)
+	}
+	s.cache.Store(key, inv)
+	return inv, nil
+}
+
+func networkNames(spec *infrav1.VSphereMachineSpec) []string {
+	var names []string
+	for _, d := range spec.Network {
+		names = append(names, d.NetworkName)
+	}
+	return names
+}
+
+// deviceChanges points the template's NICs at the spec's networks (adding
+// NICs where the template has fewer) and grows the first disk.
+func deviceChanges(inv *inventory, spec *infrav1.VSphereMachineSpec) ([]types.BaseVirtualDeviceConfigSpec, error) {
+	var changes []types.BaseVirtualDeviceConfigSpec
+	nics := inv.devices.SelectByType((*types.VirtualEthernetCard)(nil))
+	for i, backing := range inv.networks {
+		if i < len(nics) {
+			nic := nics[i].(types.BaseVirtualEthernetCard).GetVirtualEthernetCard()
+			nic.Backing = backing
+			changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: nics[i]})
+			continue
+		}
+		dev, err := object.EthernetCardTypes().CreateEthernetCard("vmxnet3", backing)
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationAdd, Device: dev})
+	}
+	if spec.DiskGiB > 0 {
+		disks := inv.devices.SelectByType((*types.VirtualDisk)(nil))
+		if len(disks) == 0 {
+			return nil, fmt.Errorf("%w: template %s has no disk to resize", ErrNotFound, spec.Template)
+		}
+		disk := disks[0].(*types.VirtualDisk)
+		want := int64(spec.DiskGiB) * 1024 * 1024 * 1024
+		if disk.CapacityInBytes > want {
+			return nil, fmt.Errorf("diskGiB %d is smaller than template %s's disk (%d GiB): a disk can only grow", spec.DiskGiB, spec.Template, disk.CapacityInBytes>>30)
+		}
+		grown := *disk
+		grown.CapacityInBytes = want
+		grown.CapacityInKB = want / 1024
+		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: &grown})
+	}
+	return changes, nil
+}
+
+func notFound(err error, format string, args ...any) error {
+	var nf *find.NotFoundError
+	if errors.As(err, &nf) {
+		return fmt.Errorf("%w: %s", ErrNotFound, fmt.Sprintf(format, args...))
+	}
+	return fmt.Errorf("finding %s: %w", fmt.Sprintf(format, args...), err)
+}

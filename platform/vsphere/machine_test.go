@@ -1,0 +1,308 @@
+package vsphere
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/mo"
+	"k8s.io/utils/ptr"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+)
+
+// vcsim starts an in-process vCenter simulator (one datacenter DC0, a
+// cluster DC0_C0, template-able VMs) and returns its model and credentials.
+func vcsim(t testing.TB) (*simulator.Model, Credentials) {
+	t.Helper()
+	model := simulator.VPX()
+	if err := model.Create(); err != nil {
+		t.Fatal(err)
+	}
+	model.Service.TLS = new(tls.Config) // serve HTTPS, as vCenter does
+	// Only this user and password log in.
+	model.Service.Listen = &url.URL{User: url.UserPassword("capwin@vsphere.local", "correct horse")}
+	srv := model.Service.NewServer()
+	t.Cleanup(func() { srv.Close(); model.Remove() })
+	return model, Credentials{Server: srv.URL.Host, Username: "capwin@vsphere.local", Password: "correct horse", Insecure: true}
+}
+
+func machine(name string) Machine {
+	return Machine{
+		Namespace:    "default",
+		Name:         name,
+		Datacenter:   "DC0",
+		OS:           infrav1.OSWindows,
+		ComputerName: "win-" + name,
+		UserData:     []byte("#ps1_sysnative\n$NodeConfig = 'e30='\n"),
+		Spec: &infrav1.VSphereMachineSpec{
+			Template:     "DC0_H0_VM0",
+			NumCPUs:      4,
+			MemoryMiB:    8192,
+			ResourcePool: "/DC0/host/DC0_C0/Resources",
+			Network:      []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", DHCP4: ptr.To(true)}},
+		},
+	}
+}
+
+// provision reconciles m until its VM runs, as the controller would across
+// requeues, recording the task reference it is handed. requeue is how long
+// it waits while a task runs, as the controller's requeue does.
+func provision(ctx context.Context, t testing.TB, s *Session, m Machine, requeue time.Duration) (State, int) {
+	t.Helper()
+	var errs int
+	for range 1000 {
+		st, err := s.Reconcile(ctx, m)
+		if err != nil {
+			errs++
+			m.TaskRef = ""
+			continue
+		}
+		m.TaskRef = st.TaskRef
+		if st.Exists && st.PoweredOn && st.TaskRef == "" {
+			return st, errs
+		}
+		time.Sleep(requeue)
+	}
+	t.Fatalf("machine %s did not reach a running VM", m.Name)
+	return State{}, errs
+}
+
+func vmsWithUUID(ctx context.Context, t testing.TB, s *Session, uuid string) int {
+	t.Helper()
+	vms, err := find.NewFinder(s.Client).VirtualMachineList(ctx, "/DC0/vm/...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, vm := range vms {
+		var o mo.VirtualMachine
+		if err := vm.Properties(ctx, vm.Reference(), []string{"config.instanceUuid"}, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.Config != nil && o.Config.InstanceUuid == uuid {
+			n++
+		}
+	}
+	return n
+}
+
+func TestCreateObserveDelete(t *testing.T) {
+	ctx := t.Context()
+	_, creds := vcsim(t)
+	sessions := NewSessions()
+	s, err := sessions.Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := machine("m1")
+	st, _ := provision(ctx, t, s, m, 0)
+	if st.BIOSUUID == "" || !strings.HasPrefix(st.ProviderID(), "vsphere://") {
+		t.Errorf("no provider ID: %+v", st)
+	}
+	if n := vmsWithUUID(ctx, t, s, InstanceUUID("default", "m1")); n != 1 {
+		t.Fatalf("%d VMs carry the machine's instance UUID, want 1", n)
+	}
+
+	// The VM carries its configuration and guestinfo.
+	vm, _ := s.findVM(ctx, mustDC(ctx, t, s), m)
+	var o mo.VirtualMachine
+	if err := vm.Properties(ctx, vm.Reference(), []string{"config"}, &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.Config.Hardware.NumCPU != 4 || o.Config.Hardware.MemoryMB != 8192 {
+		t.Errorf("VM has %d CPUs and %d MB, want 4 and 8192", o.Config.Hardware.NumCPU, o.Config.Hardware.MemoryMB)
+	}
+	extra := map[string]string{}
+	for _, v := range o.Config.ExtraConfig {
+		extra[v.GetOptionValue().Key] = fmt.Sprint(v.GetOptionValue().Value)
+	}
+	if extra["guestinfo.userdata.encoding"] != "gzip+base64" || decode(t, extra["guestinfo.userdata"]) != string(m.UserData) {
+		t.Errorf("guestinfo.userdata does not carry the bootstrap script")
+	}
+	if meta := decode(t, extra["guestinfo.metadata"]); !strings.Contains(meta, "local-hostname: win-m1") {
+		t.Errorf("guestinfo.metadata lacks the host name:\n%s", meta)
+	}
+
+	// Once the node joined, the user data goes.
+	if err := s.ClearUserData(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if cleared, err := s.UserDataCleared(ctx, m); err != nil || !cleared {
+		t.Fatalf("user data not cleared (%v)", err)
+	}
+
+	// Delete: power off, destroy, gone; and gone again is fine.
+	deleteAll(ctx, t, s, m)
+	if n := vmsWithUUID(ctx, t, s, InstanceUUID("default", "m1")); n != 0 {
+		t.Fatalf("%d VMs left after delete", n)
+	}
+	if gone, _, err := s.Delete(ctx, m); !gone || err != nil {
+		t.Fatalf("deleting an already deleted VM: gone=%v err=%v", gone, err)
+	}
+}
+
+func deleteAll(ctx context.Context, t testing.TB, s *Session, m Machine) {
+	t.Helper()
+	for range 50 {
+		gone, task, err := s.Delete(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gone {
+			return
+		}
+		m.TaskRef = task
+	}
+	t.Fatalf("VM of %s not deleted", m.Name)
+}
+
+// TestRestartMidCloneMakesNoDuplicate: a controller that restarts after
+// starting a clone, with or without the task reference it recorded, finds
+// the VM by its instance UUID and never clones twice.
+func TestRestartMidCloneMakesNoDuplicate(t *testing.T) {
+	ctx := t.Context()
+	_, creds := vcsim(t)
+	s, err := NewSessions().Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := machine("m2")
+	st, err := s.Reconcile(ctx, m)
+	if err != nil || st.TaskRef == "" {
+		t.Fatalf("want a clone task in flight, got %+v, %v", st, err)
+	}
+
+	// A new controller: new sessions, and the task reference lost.
+	s2, err := NewSessions().Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	provision(ctx, t, s2, m, 0)
+	if n := vmsWithUUID(ctx, t, s2, InstanceUUID("default", "m2")); n != 1 {
+		t.Fatalf("%d VMs for one machine after a restart mid-clone, want 1", n)
+	}
+}
+
+func TestBadInputs(t *testing.T) {
+	ctx := t.Context()
+	_, creds := vcsim(t)
+	s, err := NewSessions().Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, change := range map[string]func(*Machine){
+		"template":   func(m *Machine) { m.Spec.Template = "no-such-template" },
+		"datastore":  func(m *Machine) { m.Spec.Datastore = "no-such-datastore" },
+		"network":    func(m *Machine) { m.Spec.Network[0].NetworkName = "no-such-network" },
+		"datacenter": func(m *Machine) { m.Datacenter = "DC9" },
+	} {
+		m := machine("bad-" + name)
+		change(&m)
+		_, err := s.Reconcile(ctx, m)
+		if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no-such-"+name) && name != "datacenter" {
+			t.Errorf("%s: want ErrNotFound naming it, got %v", name, err)
+		}
+	}
+
+	bad := creds
+	bad.Password = "wrong"
+	if _, err := NewSessions().Get(ctx, bad); !errors.Is(err, ErrLogin) {
+		t.Errorf("bad password: want ErrLogin, got %v", err)
+	}
+}
+
+func TestThumbprint(t *testing.T) {
+	ctx := t.Context()
+	model := simulator.VPX()
+	if err := model.Create(); err != nil {
+		t.Fatal(err)
+	}
+	model.Service.TLS = new(tls.Config)
+	srv := model.Service.NewServer()
+	defer srv.Close()
+	defer model.Remove()
+	pass, _ := srv.URL.User.Password()
+	creds := Credentials{Server: srv.URL.Host, Username: srv.URL.User.Username(), Password: pass, Thumbprint: srv.CertificateInfo().ThumbprintSHA1}
+	if _, err := NewSessions().Get(ctx, creds); err != nil {
+		t.Fatalf("the right thumbprint must connect: %v", err)
+	}
+	creds.Thumbprint = strings.Repeat("AB:", 19) + "AB"
+	if _, err := NewSessions().Get(ctx, creds); !errors.Is(err, ErrConnect) {
+		t.Fatalf("a wrong thumbprint must not connect, got %v", err)
+	}
+}
+
+// TestFaultInjection: with 5 % of clones and power-ons failing, 50 machines
+// all end running, each with exactly one VM, through one session.
+func TestFaultInjection(t *testing.T) {
+	ctx := t.Context()
+	model, creds := vcsim(t)
+	for _, method := range []string{"CloneVM_Task", "PowerOnVM_Task"} {
+		model.Service.AddFaultRule(&simulator.FaultInjectionRule{
+			MethodName: method, ObjectType: "*", ObjectName: "*",
+			Probability: 0.05, FaultType: simulator.FaultTypeGeneric, Message: "injected fault", Enabled: true,
+		})
+	}
+	sessions := NewSessions()
+	var failures int
+	for i := range 50 {
+		s, err := sessions.Get(ctx, creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, errs := provision(ctx, t, s, machine(fmt.Sprintf("f%02d", i)), 0)
+		failures += errs
+	}
+	s, _ := sessions.Get(ctx, creds)
+	for i := range 50 {
+		if n := vmsWithUUID(ctx, t, s, InstanceUUID("default", fmt.Sprintf("f%02d", i))); n != 1 {
+			t.Errorf("machine f%02d has %d VMs, want 1", i, n)
+		}
+	}
+	vms, _ := find.NewFinder(s.Client).VirtualMachineList(ctx, "/DC0/vm/f*")
+	if len(vms) != 50 {
+		t.Errorf("%d VMs named f*, want 50: none orphaned, none duplicated", len(vms))
+	}
+	if sessions.Opened() != 1 {
+		t.Errorf("%d sessions opened for 50 machines, want 1", sessions.Opened())
+	}
+	t.Logf("%d injected faults retried", failures)
+}
+
+func mustDC(ctx context.Context, t testing.TB, s *Session) *object.Datacenter {
+	dc, err := s.datacenter(ctx, "DC0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dc
+}
+
+func decode(t testing.TB, s string) string {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}

@@ -1,0 +1,179 @@
+package vsphere
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/session"
+	"github.com/vmware/govmomi/session/keepalive"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// Credentials reach one vCenter as one user.
+type Credentials struct {
+	// Server is the vCenter host (or host:port).
+	Server     string
+	Username   string
+	Password   string
+	Thumbprint string
+	Insecure   bool
+}
+
+// key identifies a session: the server, the user and a hash of the
+// password, so that changed credentials get a new session.
+func (c Credentials) key() string {
+	sum := sha256.Sum256([]byte(c.Server + "\x00" + c.Username + "\x00" + c.Password + "\x00" + c.Thumbprint + fmt.Sprint(c.Insecure)))
+	return hex.EncodeToString(sum[:])
+}
+
+// Session is a logged-in vCenter client shared by every machine that uses
+// the same server and credentials.
+type Session struct {
+	Client *vim25.Client
+	// cache holds inventory lookups (templates, folders, pools, datastores,
+	// networks) by datacenter and path: they rarely change, and finding one
+	// costs several round trips.
+	cache sync.Map
+}
+
+// Sessions keeps one long-lived session per server and credentials.
+type Sessions struct {
+	mu       sync.Mutex
+	sessions map[string]*Session
+	// login serialises logins per key so concurrent reconciles open one session.
+	login map[string]*sync.Mutex
+
+	opened     atomic.Int64
+	roundTrips atomic.Int64
+
+	// KeepAlive is how long a session may idle before a keep-alive call;
+	// vCenter ends idle sessions after 30 minutes.
+	KeepAlive time.Duration
+	// Transport, if set, wraps the SOAP transport (tests inject faults).
+	Transport func(soap.RoundTripper) soap.RoundTripper
+}
+
+// NewSessions returns an empty session cache.
+func NewSessions() *Sessions {
+	return &Sessions{sessions: map[string]*Session{}, login: map[string]*sync.Mutex{}, KeepAlive: 5 * time.Minute}
+}
+
+// Opened is how many sessions were logged in.
+func (s *Sessions) Opened() int64 { return s.opened.Load() }
+
+// RoundTrips is how many SOAP calls all sessions made.
+func (s *Sessions) RoundTrips() int64 { return s.roundTrips.Load() }
+
+// Get returns the session for creds, logging in when there is none.
+func (s *Sessions) Get(ctx context.Context, creds Credentials) (*Session, error) {
+	k := creds.key()
+	s.mu.Lock()
+	if sess, ok := s.sessions[k]; ok {
+		s.mu.Unlock()
+		return sess, nil
+	}
+	l, ok := s.login[k]
+	if !ok {
+		l = &sync.Mutex{}
+		s.login[k] = l
+	}
+	s.mu.Unlock()
+
+	l.Lock()
+	defer l.Unlock()
+	s.mu.Lock()
+	if sess, ok := s.sessions[k]; ok {
+		s.mu.Unlock()
+		return sess, nil
+	}
+	s.mu.Unlock()
+
+	sess, err := s.open(ctx, creds)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.sessions[k] = sess
+	s.mu.Unlock()
+	return sess, nil
+}
+
+// Forget drops the session for creds, after vCenter said it is no longer
+// authenticated; the next Get logs in again.
+func (s *Sessions) Forget(creds Credentials) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sessions, creds.key())
+}
+
+// ErrLogin is wrapped by a failed login (bad credentials).
+var ErrLogin = errors.New("vCenter login failed")
+
+// ErrConnect is wrapped when vCenter cannot be reached or its certificate
+// does not match the thumbprint.
+var ErrConnect = errors.New("cannot connect to vCenter")
+
+func (s *Sessions) open(ctx context.Context, creds Credentials) (*Session, error) {
+	u, err := soap.ParseURL(creds.Server)
+	if err != nil {
+		return nil, fmt.Errorf("%w: server %q: %w", ErrConnect, creds.Server, err)
+	}
+	sc := soap.NewClient(u, creds.Insecure)
+	if creds.Thumbprint != "" {
+		sc.SetThumbprint(u.Host, creds.Thumbprint)
+	}
+	var rt soap.RoundTripper = &counter{RoundTripper: sc, n: &s.roundTrips}
+	if s.Transport != nil {
+		rt = s.Transport(rt)
+	}
+	vc, err := vim25.NewClient(ctx, rt)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrConnect, u.Host, err)
+	}
+	// Keep the session from idling out, and log in again should vCenter
+	// have ended it anyway.
+	vc.RoundTripper = keepalive.NewHandlerSOAP(vc.RoundTripper, s.KeepAlive, func() error {
+		_, err := methods.GetCurrentTime(ctx, vc)
+		return err
+	})
+	if err := session.NewManager(vc).Login(ctx, url.UserPassword(creds.Username, creds.Password)); err != nil {
+		if isFault[*types.InvalidLogin](err) {
+			return nil, fmt.Errorf("%w for user %s on %s: the user name or password is wrong", ErrLogin, creds.Username, u.Host)
+		}
+		return nil, fmt.Errorf("%w %s: logging in: %w", ErrConnect, u.Host, err)
+	}
+	s.opened.Add(1)
+	return &Session{Client: vc}, nil
+}
+
+// counter counts SOAP round trips.
+type counter struct {
+	soap.RoundTripper
+	n *atomic.Int64
+}
+
+func (c *counter) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
+	c.n.Add(1)
+	return c.RoundTripper.RoundTrip(ctx, req, res)
+}
+
+// isFault reports whether err is, or carries, a vSphere fault of type T.
+func isFault[T types.BaseMethodFault](err error) bool {
+	if err == nil {
+		return false
+	}
+	var target T
+	return fault.Is(err, reflect.New(reflect.TypeOf(target).Elem()).Interface().(types.BaseMethodFault))
+}
