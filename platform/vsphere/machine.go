@@ -77,6 +77,14 @@ func InstanceUUID(namespace, name string) string {
 // it clones it (with its guestinfo and powered on) or waits for a task, and
 // reports the VM's state. It never waits for a task to finish.
 func (s *Session) Reconcile(ctx context.Context, m Machine) (State, error) {
+	st, err := s.reconcile(ctx, m)
+	if err != nil && s.stale(err, m) {
+		return s.reconcile(ctx, m)
+	}
+	return st, err
+}
+
+func (s *Session) reconcile(ctx context.Context, m Machine) (State, error) {
 	dc, err := s.datacenter(ctx, m.Datacenter)
 	if err != nil {
 		return State{}, err
@@ -103,14 +111,35 @@ func (s *Session) Reconcile(ctx context.Context, m Machine) (State, error) {
 }
 
 func (s *Session) findVM(ctx context.Context, dc *object.Datacenter, m Machine) (*object.VirtualMachine, error) {
-	ref, err := object.NewSearchIndex(s.Client).FindByUuid(ctx, dc, InstanceUUID(m.Namespace, m.Name), true, types.NewBool(true))
+	uuid := InstanceUUID(m.Namespace, m.Name)
+	// The VM's reference is remembered, so that a resync costs one round
+	// trip; a reference that went stale is forgotten and looked up again.
+	if ref, ok := s.cache.Load("vm/" + uuid); ok {
+		return object.NewVirtualMachine(s.Client, ref.(types.ManagedObjectReference)), nil
+	}
+	ref, err := object.NewSearchIndex(s.Client).FindByUuid(ctx, dc, uuid, true, types.NewBool(true))
 	if err != nil {
 		return nil, fmt.Errorf("looking up the VM of %s/%s: %w", m.Namespace, m.Name, err)
 	}
 	if ref == nil {
 		return nil, nil
 	}
+	s.cache.Store("vm/"+uuid, ref.Reference())
 	return object.NewVirtualMachine(s.Client, ref.Reference()), nil
+}
+
+func (s *Session) forgetVM(m Machine) {
+	s.cache.Delete("vm/" + InstanceUUID(m.Namespace, m.Name))
+}
+
+// stale reports whether err says a remembered VM reference no longer
+// exists; the VM is then forgotten and looked up again.
+func (s *Session) stale(err error, m Machine) bool {
+	if isFault[*types.ManagedObjectNotFound](err) {
+		s.forgetVM(m)
+		return true
+	}
+	return false
 }
 
 // checkTask returns the task's reference while it runs, nothing once it
@@ -218,6 +247,14 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 // Delete powers the VM off and destroys it, one task at a time. It returns
 // gone once no VM is left; a VM that is already gone is fine.
 func (s *Session) Delete(ctx context.Context, m Machine) (gone bool, taskRef string, err error) {
+	gone, taskRef, err = s.delete(ctx, m)
+	if err != nil && s.stale(err, m) {
+		return s.delete(ctx, m)
+	}
+	return gone, taskRef, err
+}
+
+func (s *Session) delete(ctx context.Context, m Machine) (gone bool, taskRef string, err error) {
 	dc, err := s.datacenter(ctx, m.Datacenter)
 	if err != nil {
 		return false, "", err
@@ -244,9 +281,6 @@ func (s *Session) Delete(ctx context.Context, m Machine) (gone bool, taskRef str
 		task, err = vm.Destroy(ctx)
 	}
 	if err != nil {
-		if isFault[*types.ManagedObjectNotFound](err) {
-			return true, "", nil
-		}
 		return false, "", fmt.Errorf("deleting VM %s: %w", vm.Reference().Value, err)
 	}
 	return false, task.Reference().Value, nil
@@ -256,6 +290,14 @@ func (s *Session) Delete(ctx context.Context, m Machine) (gone bool, taskRef str
 // joined: the bootstrap token in it must not stay readable to anyone with
 // read access to the VM.
 func (s *Session) ClearUserData(ctx context.Context, m Machine) error {
+	err := s.clearUserData(ctx, m)
+	if err != nil && s.stale(err, m) {
+		return s.clearUserData(ctx, m)
+	}
+	return err
+}
+
+func (s *Session) clearUserData(ctx context.Context, m Machine) error {
 	dc, err := s.datacenter(ctx, m.Datacenter)
 	if err != nil {
 		return err
@@ -279,6 +321,14 @@ func (s *Session) ClearUserData(ctx context.Context, m Machine) error {
 
 // UserDataCleared reports whether the VM no longer carries user data.
 func (s *Session) UserDataCleared(ctx context.Context, m Machine) (bool, error) {
+	cleared, err := s.userDataCleared(ctx, m)
+	if err != nil && s.stale(err, m) {
+		return s.userDataCleared(ctx, m)
+	}
+	return cleared, err
+}
+
+func (s *Session) userDataCleared(ctx context.Context, m Machine) (bool, error) {
 	dc, err := s.datacenter(ctx, m.Datacenter)
 	if err != nil {
 		return false, err

@@ -88,6 +88,19 @@ type NodeBootstrapStatus struct {
 	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty,omitzero"`
 }
 
+// VSphereMachineStatus is the state of a vSphere VM.
+// +kubebuilder:validation:MinProperties=1
+type VSphereMachineStatus struct {
+	// taskRef is the vCenter task (clone, power on, power off, destroy) the
+	// controller started and resumes on its next reconcile. The VM itself is
+	// found by its instance UUID, derived from the HybridMachine's namespace
+	// and name, never by this field.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	TaskRef string `json:"taskRef,omitempty"`
+}
+
 // HybridMachineStatus is the observed state of a HybridMachine.
 // +kubebuilder:validation:MinProperties=1
 type HybridMachineStatus struct {
@@ -107,6 +120,10 @@ type HybridMachineStatus struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	FailureDomain string `json:"failureDomain,omitempty"`
+
+	// vsphere is the state of the machine's vSphere VM.
+	// +optional
+	VSphere VSphereMachineStatus `json:"vsphere,omitempty,omitzero"`
 
 	// nodeBootstrap is the progress the node reports during its first boot.
 	// +optional

@@ -1,0 +1,75 @@
+package v1alpha1
+
+// HybridCluster's conditions and their reasons.
+const (
+	// HybridClusterReadyCondition summarises the cluster's other conditions.
+	HybridClusterReadyCondition = "Ready"
+
+	// HybridClusterPlatformAvailableCondition is true when capwin can log in
+	// to the cluster's platform and find where machines go (the vCenter and
+	// its datacenter).
+	HybridClusterPlatformAvailableCondition = "PlatformAvailable"
+	// HybridClusterPlatformAvailableReason means the platform answers and the
+	// datacenter exists.
+	HybridClusterPlatformAvailableReason = "Available"
+	// HybridClusterCredentialsNotFoundReason means the Secret or
+	// HybridClusterIdentity named by identityRef, or its Secret, is missing
+	// or incomplete.
+	HybridClusterCredentialsNotFoundReason = "CredentialsNotFound"
+	// HybridClusterIdentityNotAllowedReason means the HybridClusterIdentity
+	// does not allow the cluster's namespace.
+	HybridClusterIdentityNotAllowedReason = "IdentityNotAllowed"
+	// HybridClusterUnreachableReason means the vCenter does not answer, or its
+	// certificate does not match the thumbprint.
+	HybridClusterUnreachableReason = "Unreachable"
+	// HybridClusterBadCredentialsReason means the vCenter refused the login.
+	HybridClusterBadCredentialsReason = "BadCredentials"
+	// HybridClusterDatacenterNotFoundReason means the datacenter does not exist.
+	HybridClusterDatacenterNotFoundReason = "DatacenterNotFound"
+	// HybridClusterPlatformNotSupportedReason means this build has no
+	// controller for the cluster's platform yet (Azure).
+	HybridClusterPlatformNotSupportedReason = "PlatformNotSupported"
+)
+
+// HybridMachine's conditions and their reasons.
+const (
+	// HybridMachineReadyCondition summarises the machine's other conditions.
+	HybridMachineReadyCondition = "Ready"
+
+	// HybridMachineVMProvisionedCondition is true once the VM exists, runs
+	// and has its provider ID.
+	HybridMachineVMProvisionedCondition = "VMProvisioned"
+	// HybridMachineVMProvisionedReason means the VM runs.
+	HybridMachineVMProvisionedReason = "Provisioned"
+	// HybridMachineWaitingForClusterInfrastructureReason means the
+	// HybridCluster is not provisioned yet.
+	HybridMachineWaitingForClusterInfrastructureReason = "WaitingForClusterInfrastructure"
+	// HybridMachineWaitingForBootstrapDataReason means the Machine's bootstrap
+	// data Secret is not there yet.
+	HybridMachineWaitingForBootstrapDataReason = "WaitingForBootstrapData"
+	// HybridMachineCloningReason means the clone task runs.
+	HybridMachineCloningReason = "Cloning"
+	// HybridMachinePoweringOnReason means the VM exists and is being powered on.
+	HybridMachinePoweringOnReason = "PoweringOn"
+	// HybridMachineNotFoundReason means the template, folder, pool,
+	// datastore or network named in the spec does not exist.
+	HybridMachineNotFoundReason = "InventoryNotFound"
+	// HybridMachineTaskFailedReason means a vCenter task failed; it is retried.
+	HybridMachineTaskFailedReason = "TaskFailed"
+	// HybridMachinePlatformUnavailableReason means the HybridCluster's
+	// platform cannot be reached.
+	HybridMachinePlatformUnavailableReason = "PlatformUnavailable"
+	// HybridMachineInvalidReason means the machine cannot be made as
+	// specified (for example a platform other than its cluster's).
+	HybridMachineInvalidReason = "InvalidConfiguration"
+	// HybridMachineDeletingReason means the VM is being powered off and destroyed.
+	HybridMachineDeletingReason = "Deleting"
+
+	// HybridMachineBootstrapDataClearedCondition is true once the user data
+	// (with its bootstrap token) is removed from the VM after the node joined.
+	HybridMachineBootstrapDataClearedCondition = "BootstrapDataCleared"
+	// HybridMachineBootstrapDataClearedReason means the user data is gone.
+	HybridMachineBootstrapDataClearedReason = "Cleared"
+	// HybridMachineWaitingForNodeReason means the node has not joined yet.
+	HybridMachineWaitingForNodeReason = "WaitingForNode"
+)
