@@ -45,7 +45,7 @@ func run(m *testing.M) int {
 		println(err.Error())
 		return 1
 	}
-	stopManager, err := envtest.StartManager(ctx, mgr)
+	stopManager, err := env.StartManager(ctx, mgr)
 	defer stopOrReport(stopManager)
 	if err != nil {
 		println(err.Error())

@@ -123,7 +123,7 @@ func run(m *testing.M) int {
 	}
 	// The manager stops before the API servers do, or they wait for its
 	// connections to drain.
-	stopManager, err := envtest.StartManager(ctx, mgr)
+	stopManager, err := mgmt.StartManager(ctx, mgr)
 	defer func() {
 		if err := stopManager(); err != nil {
 			println("the manager stopped with:", err.Error())

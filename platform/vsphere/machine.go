@@ -33,6 +33,9 @@ type Machine struct {
 	UserData []byte
 	// TaskRef is a clone or power-on task recorded by an earlier reconcile.
 	TaskRef string
+	// Provisioned says the VM was made before: if it is gone, it was deleted
+	// behind capwin's back and is not made again (its provider ID would change).
+	Provisioned bool
 }
 
 // State is what a reconcile found or started.
@@ -59,6 +62,9 @@ func (s State) ProviderID() string {
 // ErrNotFound is wrapped when a template, folder, pool, datastore or network
 // named in the spec does not exist.
 var ErrNotFound = errors.New("not found in vCenter")
+
+// ErrVMGone is returned when a provisioned machine's VM no longer exists.
+var ErrVMGone = errors.New("the VM was deleted outside capwin")
 
 // ErrTaskFailed is wrapped when a clone or power-on task failed.
 var ErrTaskFailed = errors.New("vCenter task failed")
@@ -104,6 +110,9 @@ func (s *Session) reconcile(ctx context.Context, m Machine) (State, error) {
 				return State{}, err
 			}
 		} else {
+			if m.Provisioned {
+				return State{}, ErrVMGone
+			}
 			return s.clone(ctx, dc, m)
 		}
 	}

@@ -177,3 +177,19 @@ func isFault[T types.BaseMethodFault](err error) bool {
 	var target T
 	return fault.Is(err, reflect.New(reflect.TypeOf(target).Elem()).Interface().(types.BaseMethodFault))
 }
+
+// Stale reports whether err says the session is no longer logged in (vCenter
+// ended it); the session is then forgotten so that the next Get logs in.
+func (s *Sessions) Stale(err error, creds Credentials) bool {
+	if isFault[*types.NotAuthenticated](err) {
+		s.Forget(creds)
+		return true
+	}
+	return false
+}
+
+// CheckDatacenter returns ErrNotFound when the datacenter does not exist.
+func (s *Session) CheckDatacenter(ctx context.Context, path string) error {
+	_, err := s.datacenter(ctx, path)
+	return err
+}

@@ -58,7 +58,7 @@ func run(m *testing.M) int {
 		println("setting up the webhooks:", err.Error())
 		return 1
 	}
-	stopManager, err := envtest.StartManager(ctx, mgr)
+	stopManager, err := env.StartManager(ctx, mgr)
 	defer func() {
 		if err := stopManager(); err != nil {
 			println("the manager stopped with:", err.Error())

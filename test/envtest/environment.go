@@ -72,6 +72,8 @@ type Environment struct {
 	Scheme *kruntime.Scheme
 
 	env *envtest.Environment
+	// webhooks is whether capwin's webhook configurations are installed.
+	webhooks bool
 }
 
 // Start starts kube-apiserver and etcd (built by hack/envtest-assets.sh) and
@@ -116,7 +118,7 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		_ = env.Stop()
 		return nil, fmt.Errorf("creating a client for envtest: %w", err)
 	}
-	return &Environment{Config: cfg, Client: c, Scheme: scheme, env: env}, nil
+	return &Environment{Config: cfg, Client: c, Scheme: scheme, env: env, webhooks: opts.Webhooks}, nil
 }
 
 // Stop stops the API server and etcd and removes their data.
@@ -135,8 +137,7 @@ func (e *Environment) NewManager(mutate ...func(*manager.Options)) (ctrl.Manager
 		HealthProbeBindAddress: "0",
 		Controller:             controllerConfig(),
 	}
-	w := e.env.WebhookInstallOptions
-	if w.LocalServingPort != 0 {
+	if w := e.env.WebhookInstallOptions; e.webhooks {
 		opts.WebhookServer = webhook.NewServer(webhook.Options{
 			Host:    w.LocalServingHost,
 			Port:    w.LocalServingPort,
@@ -150,9 +151,9 @@ func (e *Environment) NewManager(mutate ...func(*manager.Options)) (ctrl.Manager
 }
 
 // StartManager starts mgr in the background and waits for its caches and, if
-// it serves webhooks, for its webhook server. The returned stop cancels the
-// manager and waits for it to exit, returning its error.
-func StartManager(ctx context.Context, mgr ctrl.Manager) (stop func() error, err error) {
+// the environment installed webhooks, for its webhook server. The returned
+// stop cancels the manager and waits for it to exit, returning its error.
+func (e *Environment) StartManager(ctx context.Context, mgr ctrl.Manager) (stop func() error, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -163,11 +164,11 @@ func StartManager(ctx context.Context, mgr ctrl.Manager) (stop func() error, err
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		return stop, errors.New("manager caches did not sync")
 	}
-	srv := mgr.GetWebhookServer()
-	if srv == nil {
+	if !e.webhooks {
+		// Asking for the webhook server would make one.
 		return stop, nil
 	}
-	check := srv.StartedChecker()
+	check := mgr.GetWebhookServer().StartedChecker()
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		req, _ := http.NewRequest(http.MethodGet, "/", nil)
 		return check(req) == nil, nil

@@ -98,7 +98,7 @@ func TestCoreReconcilersRun(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = envtest.SetupCoreReconcilers(ctx, mgr)
 	g.Expect(err).NotTo(HaveOccurred())
-	stop, err := envtest.StartManager(ctx, mgr)
+	stop, err := env.StartManager(ctx, mgr)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { g.Expect(stop()).To(Succeed()) }()
 

@@ -54,6 +54,9 @@ const (
 	// HybridMachineNotFoundReason means the template, folder, pool,
 	// datastore or network named in the spec does not exist.
 	HybridMachineNotFoundReason = "InventoryNotFound"
+	// HybridMachineVMGoneReason means the VM of a provisioned machine was
+	// deleted outside capwin; the Machine must be replaced.
+	HybridMachineVMGoneReason = "VMDeleted"
 	// HybridMachineTaskFailedReason means a vCenter task failed; it is retried.
 	HybridMachineTaskFailedReason = "TaskFailed"
 	// HybridMachinePlatformUnavailableReason means the HybridCluster's

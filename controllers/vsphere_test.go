@@ -1,0 +1,425 @@
+package controllers_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/controllers"
+	"github.com/capwin/capwin/platform/vsphere"
+)
+
+func taskRef(value string) types.ManagedObjectReference {
+	return types.ManagedObjectReference{Type: "Task", Value: value}
+}
+
+const (
+	vcUser     = "capwin@vsphere.local"
+	vcPassword = "correct horse"
+	eventually = 60 * time.Second
+)
+
+// vc is an in-process vCenter simulator.
+type vc struct {
+	model *simulator.Model
+	host  string
+}
+
+func newVC(t *testing.T) *vc {
+	t.Helper()
+	model := simulator.VPX()
+	if err := model.Create(); err != nil {
+		t.Fatal(err)
+	}
+	model.Service.TLS = new(tls.Config)
+	model.Service.Listen = &url.URL{User: url.UserPassword(vcUser, vcPassword)}
+	srv := model.Service.NewServer()
+	t.Cleanup(func() { srv.Close(); model.Remove() })
+	return &vc{model: model, host: srv.URL.Host}
+}
+
+// session is a separate, uncounted session the test inspects vCenter with.
+func (v *vc) session(t *testing.T) *vsphere.Session {
+	t.Helper()
+	s, err := vsphere.NewSessions().Get(t.Context(), vsphere.Credentials{Server: v.host, Username: vcUser, Password: vcPassword, Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// vms returns the VMs whose instance UUID is one of the given machines'.
+func (v *vc) vmsOf(t *testing.T, namespace string, names ...string) map[string]int {
+	t.Helper()
+	s := v.session(t)
+	want := map[string]string{}
+	for _, n := range names {
+		want[vsphere.InstanceUUID(namespace, n)] = n
+	}
+	vms, err := find.NewFinder(s.Client).VirtualMachineList(t.Context(), "/DC0/vm/...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, vm := range vms {
+		var o mo.VirtualMachine
+		if err := vm.Properties(t.Context(), vm.Reference(), []string{"config.instanceUuid"}, &o); err != nil {
+			continue
+		}
+		if n, ok := want[o.Config.InstanceUuid]; ok {
+			counts[n]++
+		}
+	}
+	return counts
+}
+
+// startControllers runs the HybridCluster and HybridMachine reconcilers in a
+// manager of their own, as one controller process; stop ends it.
+func startControllers(t *testing.T, sessions *vsphere.Sessions) (stop func()) {
+	t.Helper()
+	mgr, err := env.NewManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := controller.Options{MaxConcurrentReconciles: 10}
+	if err := (&controllers.HybridClusterReconciler{Client: mgr.GetClient(), Sessions: sessions, ControllerNamespace: "capwin-system"}).SetupWithManager(mgr, opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Sessions: sessions, ControllerNamespace: "capwin-system"}).SetupWithManager(mgr, opts); err != nil {
+		t.Fatal(err)
+	}
+	stopManager, err := env.StartManager(t.Context(), mgr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			if err := stopManager(); err != nil {
+				t.Errorf("the manager stopped with: %v", err)
+			}
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// cluster creates a Cluster with a vSphere HybridCluster and its
+// credentials Secret in a new namespace, and returns the namespace.
+func cluster(t *testing.T, v *vc, mutate func(*infrav1.HybridCluster, *corev1.Secret)) string {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, err := env.CreateNamespace(ctx, "vsphere")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	c := &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "win1", Namespace: ns.Name},
+		Spec: clusterv1.ClusterSpec{
+			ClusterNetwork: clusterv1.ClusterNetwork{Pods: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.244.0.0/16"}}},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "HybridCluster", Name: "win1"},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "vc-creds", Namespace: ns.Name},
+		Data:       map[string][]byte{"username": []byte(vcUser), "password": []byte(vcPassword)},
+	}
+	hc := &infrav1.HybridCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "win1", Namespace: ns.Name, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: "win1", UID: c.UID}}},
+		Spec: infrav1.HybridClusterSpec{VSphere: &infrav1.VSphereClusterSpec{
+			Server: v.host, Datacenter: "DC0", Insecure: ptr.To(true),
+			IdentityRef: infrav1.IdentityReference{Kind: infrav1.SecretIdentity, Name: "vc-creds"},
+		}},
+	}
+	if mutate != nil {
+		mutate(hc, secret)
+	}
+	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, hc)).To(Succeed())
+	return ns.Name
+}
+
+// markInfrastructureProvisioned does what the Cluster controller does once
+// the HybridCluster is provisioned.
+func markInfrastructureProvisioned(t *testing.T, ns string) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		hc := &infrav1.HybridCluster{}
+		g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, hc)).To(Succeed())
+		g.Expect(hc.Status.Initialization.Provisioned).To(Equal(ptr.To(true)))
+	}, eventually).Should(Succeed())
+	c := &clusterv1.Cluster{}
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, c)).To(Succeed())
+	c.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	g.Expect(env.Client.Status().Update(t.Context(), c)).To(Succeed())
+}
+
+// machine creates a Machine with bootstrap data and its Windows HybridMachine.
+func machine(t *testing.T, ns, name, template string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-bootstrap", Namespace: ns},
+		Type:       clusterv1.ClusterSecretType,
+		Data:       map[string][]byte{"value": []byte("#ps1_sysnative\n$NodeConfig = 'e30='\n"), "format": []byte("powershell")},
+	})).To(Succeed())
+	m := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: "win1",
+			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(name + "-bootstrap")},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "HybridMachine", Name: name},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, m)).To(Succeed())
+	hm := &infrav1.HybridMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+			Labels: map[string]string{clusterv1.ClusterNameLabel: "win1"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: name, UID: m.UID, Controller: ptr.To(true)}}},
+		Spec: infrav1.HybridMachineSpec{
+			OS: infrav1.OSSpec{Type: infrav1.OSWindows, WindowsRelease: infrav1.WindowsServer2022, WindowsBuild: "10.0.20348"},
+			VSphere: &infrav1.VSphereMachineSpec{
+				Template: template, NumCPUs: 4, MemoryMiB: 8192, ResourcePool: "/DC0/host/DC0_C0/Resources",
+				Network: []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", DHCP4: ptr.To(true)}},
+			},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, hm)).To(Succeed())
+}
+
+func getHM(g Gomega, ns, name string) *infrav1.HybridMachine {
+	hm := &infrav1.HybridMachine{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, hm)).To(Succeed())
+	return hm
+}
+
+func condReason(g Gomega, obj conditions.Getter, t string) string {
+	c := conditions.Get(obj, t)
+	g.Expect(c).NotTo(BeNil(), "condition %s not set", t)
+	return c.Reason
+}
+
+func TestHybridClusterConditions(t *testing.T) {
+	v := newVC(t)
+	startControllers(t, vsphere.NewSessions())
+	tests := []struct {
+		name   string
+		mutate func(*infrav1.HybridCluster, *corev1.Secret)
+		reason string
+	}{
+		{"available", nil, infrav1.HybridClusterPlatformAvailableReason},
+		{"bad credentials", func(_ *infrav1.HybridCluster, s *corev1.Secret) { s.Data["password"] = []byte("wrong") }, infrav1.HybridClusterBadCredentialsReason},
+		{"missing secret", func(hc *infrav1.HybridCluster, _ *corev1.Secret) { hc.Spec.VSphere.IdentityRef.Name = "nope" }, infrav1.HybridClusterCredentialsNotFoundReason},
+		{"datacenter not found", func(hc *infrav1.HybridCluster, _ *corev1.Secret) { hc.Spec.VSphere.Datacenter = "DC9" }, infrav1.HybridClusterDatacenterNotFoundReason},
+		{"unreachable", func(hc *infrav1.HybridCluster, _ *corev1.Secret) { hc.Spec.VSphere.Server = "127.0.0.1:1" }, infrav1.HybridClusterUnreachableReason},
+		{"identity not allowed", func(hc *infrav1.HybridCluster, _ *corev1.Secret) {
+			hc.Spec.VSphere.IdentityRef = infrav1.IdentityReference{Kind: infrav1.ClusterIdentity, Name: "closed"}
+		}, infrav1.HybridClusterIdentityNotAllowedReason},
+	}
+	g := NewWithT(t)
+	closed := &infrav1.HybridClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: "closed"}, Spec: infrav1.HybridClusterIdentitySpec{SecretName: "vc"}}
+	g.Expect(client.IgnoreAlreadyExists(env.Client.Create(t.Context(), closed))).To(Succeed())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := cluster(t, v, tt.mutate)
+			NewWithT(t).Eventually(func(g Gomega) {
+				hc := &infrav1.HybridCluster{}
+				g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, hc)).To(Succeed())
+				g.Expect(condReason(g, hc, infrav1.HybridClusterPlatformAvailableCondition)).To(Equal(tt.reason))
+				g.Expect(hc.Status.Initialization.Provisioned != nil && *hc.Status.Initialization.Provisioned).To(Equal(tt.reason == infrav1.HybridClusterPlatformAvailableReason))
+			}, eventually).Should(Succeed())
+		})
+	}
+}
+
+func TestHybridMachineLifecycle(t *testing.T) {
+	g := NewWithT(t)
+	v := newVC(t)
+	startControllers(t, vsphere.NewSessions())
+	ns := cluster(t, v, nil)
+	machine(t, ns, "m1", "DC0_H0_VM0")
+
+	// Before the cluster's infrastructure is provisioned, nothing happens.
+	g.Eventually(func(g Gomega) {
+		g.Expect(condReason(g, getHM(g, ns, "m1"), infrav1.HybridMachineVMProvisionedCondition)).
+			To(Equal(infrav1.HybridMachineWaitingForClusterInfrastructureReason))
+	}, eventually).Should(Succeed())
+	g.Expect(v.vmsOf(t, ns, "m1")["m1"]).To(BeZero())
+
+	markInfrastructureProvisioned(t, ns)
+	g.Eventually(func(g Gomega) {
+		hm := getHM(g, ns, "m1")
+		g.Expect(hm.Status.Initialization.Provisioned).To(Equal(ptr.To(true)))
+		g.Expect(hm.Spec.ProviderID).To(HavePrefix("vsphere://"))
+		g.Expect(hm.Status.Addresses).To(ContainElement(HaveField("Type", clusterv1.MachineHostName)))
+	}, eventually).Should(Succeed())
+	g.Expect(v.vmsOf(t, ns, "m1")["m1"]).To(Equal(1))
+
+	// The node joins: the user data (with its token) leaves the VM.
+	m := &clusterv1.Machine{}
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "m1"}, m)).To(Succeed())
+	m.Status.NodeRef = clusterv1.MachineNodeReference{Name: "m1"}
+	g.Expect(env.Client.Status().Update(t.Context(), m)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(conditions.IsTrue(getHM(g, ns, "m1"), infrav1.HybridMachineBootstrapDataClearedCondition)).To(BeTrue())
+	}, eventually).Should(Succeed())
+	cleared, err := v.session(t).UserDataCleared(t.Context(), vsphere.Machine{Namespace: ns, Name: "m1", Datacenter: "DC0"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cleared).To(BeTrue())
+
+	// Delete: the VM goes, then the finalizer.
+	g.Expect(env.Client.Delete(t.Context(), getHM(g, ns, "m1"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "m1"}, &infrav1.HybridMachine{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}, eventually).Should(Succeed())
+	g.Expect(v.vmsOf(t, ns, "m1")["m1"]).To(BeZero())
+}
+
+func TestVMAlreadyDeleted(t *testing.T) {
+	g := NewWithT(t)
+	v := newVC(t)
+	startControllers(t, vsphere.NewSessions())
+	ns := cluster(t, v, nil)
+	markInfrastructureProvisioned(t, ns)
+	machine(t, ns, "m2", "DC0_H0_VM0")
+	g.Eventually(func(g Gomega) {
+		g.Expect(getHM(g, ns, "m2").Status.Initialization.Provisioned).To(Equal(ptr.To(true)))
+	}, eventually).Should(Succeed())
+
+	// Someone destroys the VM behind capwin's back.
+	s := v.session(t)
+	gone := false
+	for !gone {
+		var task string
+		var err error
+		gone, task, err = s.Delete(t.Context(), vsphere.Machine{Namespace: ns, Name: "m2", Datacenter: "DC0"})
+		g.Expect(err).NotTo(HaveOccurred())
+		if task != "" {
+			g.Expect(object.NewTask(s.Client, taskRef(task)).Wait(t.Context())).To(Succeed())
+		}
+	}
+	// It is reported, not silently re-created with a new provider ID.
+	m := &clusterv1.Machine{}
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "m2"}, m)).To(Succeed())
+	m.Labels = map[string]string{"poke": "1"}
+	g.Expect(env.Client.Update(t.Context(), m)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(condReason(g, getHM(g, ns, "m2"), infrav1.HybridMachineVMProvisionedCondition)).To(Equal(infrav1.HybridMachineVMGoneReason))
+	}, eventually).Should(Succeed())
+	g.Expect(v.vmsOf(t, ns, "m2")["m2"]).To(BeZero())
+
+	g.Expect(env.Client.Delete(t.Context(), getHM(g, ns, "m2"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "m2"}, &infrav1.HybridMachine{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a machine whose VM is already gone is deleted")
+	}, eventually).Should(Succeed())
+}
+
+func TestTemplateNotFound(t *testing.T) {
+	g := NewWithT(t)
+	v := newVC(t)
+	startControllers(t, vsphere.NewSessions())
+	ns := cluster(t, v, nil)
+	markInfrastructureProvisioned(t, ns)
+	machine(t, ns, "m3", "no-such-template")
+	g.Eventually(func(g Gomega) {
+		hm := getHM(g, ns, "m3")
+		g.Expect(condReason(g, hm, infrav1.HybridMachineVMProvisionedCondition)).To(Equal(infrav1.HybridMachineNotFoundReason))
+		g.Expect(conditions.Get(hm, infrav1.HybridMachineVMProvisionedCondition).Message).To(ContainSubstring("template no-such-template"))
+	}, eventually).Should(Succeed())
+}
+
+// TestRestartMidClone: the controller stops while a clone runs; a new one
+// (new sessions, new caches) resumes and makes no second VM.
+func TestRestartMidClone(t *testing.T) {
+	g := NewWithT(t)
+	v := newVC(t)
+	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVM_Task": 3000}
+	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
+
+	stop := startControllers(t, vsphere.NewSessions())
+	ns := cluster(t, v, nil)
+	markInfrastructureProvisioned(t, ns)
+	machine(t, ns, "m4", "DC0_H0_VM0")
+	g.Eventually(func(g Gomega) {
+		g.Expect(getHM(g, ns, "m4").Status.VSphere.TaskRef).NotTo(BeEmpty())
+	}, eventually).Should(Succeed())
+	stop()
+
+	startControllers(t, vsphere.NewSessions())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getHM(g, ns, "m4").Status.Initialization.Provisioned).To(Equal(ptr.To(true)))
+	}, eventually).Should(Succeed())
+	g.Expect(v.vmsOf(t, ns, "m4")["m4"]).To(Equal(1))
+}
+
+// TestFaultInjectionFiftyMachines: 5 % of Clone and PowerOn calls fail; all
+// 50 machines end provisioned with one VM each, through at most 2 sessions.
+func TestFaultInjectionFiftyMachines(t *testing.T) {
+	g := NewWithT(t)
+	v := newVC(t)
+	for _, method := range []string{"CloneVM_Task", "PowerOnVM_Task"} {
+		v.model.Service.AddFaultRule(&simulator.FaultInjectionRule{
+			MethodName: method, ObjectType: "*", ObjectName: "*",
+			Probability: 0.05, FaultType: simulator.FaultTypeGeneric, Message: "injected fault", Enabled: true,
+		})
+	}
+	sessions := vsphere.NewSessions()
+	startControllers(t, sessions)
+	ns := cluster(t, v, nil)
+	markInfrastructureProvisioned(t, ns)
+	var names []string
+	for i := range 50 {
+		names = append(names, fmt.Sprintf("f%02d", i))
+		machine(t, ns, names[i], "DC0_H0_VM0")
+	}
+	g.Eventually(func(g Gomega) {
+		list := &infrav1.HybridMachineList{}
+		g.Expect(env.Client.List(t.Context(), list, client.InNamespace(ns))).To(Succeed())
+		provisioned := 0
+		for _, hm := range list.Items {
+			if ptr.Deref(hm.Status.Initialization.Provisioned, false) {
+				provisioned++
+			}
+		}
+		g.Expect(provisioned).To(Equal(50))
+	}, 3*time.Minute, time.Second).Should(Succeed())
+
+	counts := v.vmsOf(t, ns, names...)
+	for _, n := range names {
+		g.Expect(counts[n]).To(Equal(1), "machine %s has %d VMs", n, counts[n])
+	}
+	vms, err := find.NewFinder(v.session(t).Client).VirtualMachineList(t.Context(), "/DC0/vm/f*")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(vms).To(HaveLen(50), "no orphaned or duplicate VM")
+	g.Expect(sessions.Opened()).To(BeNumerically("<=", 2))
+}
