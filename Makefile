@@ -35,7 +35,7 @@ generate: ## Generate deepcopy code, CRDs, RBAC and webhook manifests (controlle
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./bootstrap/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./bootstrap/... paths=./controllers/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: build
 build: ## Build all packages (the node components also for Windows)
