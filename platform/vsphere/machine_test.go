@@ -16,6 +16,7 @@ import (
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/session"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/mo"
 	"k8s.io/utils/ptr"
@@ -305,4 +306,41 @@ func decode(t testing.TB, s string) string {
 		t.Fatal(err)
 	}
 	return string(out)
+}
+
+// TestSessionReestablished: when vCenter ends the session, the error says so,
+// the session is forgotten, and the next Get logs in again.
+func TestSessionReestablished(t *testing.T) {
+	ctx := t.Context()
+	_, creds := vcsim(t)
+	sessions := NewSessions()
+	s, err := sessions.Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	provision(ctx, t, s, machine("s1"), 0)
+	us, err := session.NewManager(s.Client).UserSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := NewSessions().Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := session.NewManager(admin.Client).TerminateSession(ctx, []string{us.Key}); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = s.Reconcile(ctx, machine("s2"))
+	if !sessions.Stale(err, creds) {
+		t.Fatalf("an ended session must be reported stale, got %v", err)
+	}
+	s, err = sessions.Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	provision(ctx, t, s, machine("s2"), 0)
+	if sessions.Opened() != 2 {
+		t.Errorf("%d sessions opened, want 2 (one re-established)", sessions.Opened())
+	}
 }
