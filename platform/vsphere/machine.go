@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/vmware/govmomi/find"
@@ -179,7 +180,11 @@ func (s *Session) checkTask(ctx context.Context, ref string) (State, error) {
 // observe reads the VM's state and powers it on if it is off.
 func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Machine) (State, error) {
 	var o mo.VirtualMachine
-	if err := vm.Properties(ctx, vm.Reference(), []string{"config.uuid", "runtime.powerState", "guest.net"}, &o); err != nil {
+	props := []string{"config.uuid", "runtime.powerState", "guest.net"}
+	if hasStatic(m.Spec) {
+		props = append(props, "config.hardware.device", "config.extraConfig")
+	}
+	if err := vm.Properties(ctx, vm.Reference(), props, &o); err != nil {
 		return State{}, fmt.Errorf("reading VM %s: %w", vm.Reference().Value, err)
 	}
 	st := State{Exists: true}
@@ -200,6 +205,13 @@ func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Mach
 				return st, err
 			}
 		}
+		if hasStatic(m.Spec) && o.Config != nil {
+			task, err := s.writeStaticMetadata(ctx, vm, o.Config, m)
+			if err != nil || task != "" {
+				st.TaskRef = task
+				return st, err
+			}
+		}
 		task, err := vm.PowerOn(ctx)
 		if err != nil {
 			return st, fmt.Errorf("powering on VM %s: %w", vm.Reference().Value, err)
@@ -216,7 +228,7 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 	if err != nil {
 		return State{}, err
 	}
-	guestinfo, err := GuestInfo(m)
+	guestinfo, err := GuestInfo(m, nil)
 	if err != nil {
 		return State{}, err
 	}
@@ -234,7 +246,9 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 	if inv.datastore != nil {
 		relocate.Datastore = types.NewReference(*inv.datastore)
 	}
-	spec := types.VirtualMachineCloneSpec{Location: relocate, Config: config, PowerOn: true}
+	// A machine with static addresses is powered on only once its metadata
+	// names its NICs by the MAC addresses vCenter gives them.
+	spec := types.VirtualMachineCloneSpec{Location: relocate, Config: config, PowerOn: !hasStatic(m.Spec)}
 	if m.Spec.CloneMode == infrav1.LinkedClone {
 		spec.Location.DiskMoveType = string(types.VirtualMachineRelocateDiskMoveOptionsCreateNewChildDiskBacking)
 		if inv.snapshot == nil {
@@ -358,11 +372,64 @@ func (s *Session) userDataCleared(ctx context.Context, m Machine) (bool, error) 
 	return true, nil
 }
 
+// hasStatic reports whether a device of the spec has static addresses.
+func hasStatic(spec *infrav1.VSphereMachineSpec) bool {
+	for _, d := range spec.Network {
+		if len(d.IPAddrs) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// writeStaticMetadata rewrites guestinfo.metadata with the NICs' MAC
+// addresses, which the guest matches its static addresses on. It returns the
+// reconfigure task, or nothing when the metadata is already right.
+func (s *Session) writeStaticMetadata(ctx context.Context, vm *object.VirtualMachine, config *types.VirtualMachineConfigInfo, m Machine) (string, error) {
+	var macs []string
+	for _, d := range object.VirtualDeviceList(config.Hardware.Device).SelectByType((*types.VirtualEthernetCard)(nil)) {
+		macs = append(macs, d.(types.BaseVirtualEthernetCard).GetVirtualEthernetCard().MacAddress)
+	}
+	want, err := metadata(m, macs)
+	if err != nil {
+		return "", err
+	}
+	for _, v := range config.ExtraConfig {
+		if ov := v.GetOptionValue(); ov.Key == "guestinfo.metadata" {
+			if have, err := gunzipBase64(fmt.Sprint(ov.Value)); err == nil && bytes.Equal(have, want) {
+				return "", nil
+			}
+		}
+	}
+	values, err := GuestInfo(Machine{Namespace: m.Namespace, Name: m.Name, Spec: m.Spec, ComputerName: m.ComputerName}, macs)
+	if err != nil {
+		return "", err
+	}
+	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{ExtraConfig: values})
+	if err != nil {
+		return "", fmt.Errorf("writing the network metadata of VM %s: %w", vm.Reference().Value, err)
+	}
+	return task.Reference().Value, nil
+}
+
+func gunzipBase64(s string) ([]byte, error) {
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
+}
+
 // GuestInfo is the extraConfig that hands the machine its metadata and user
 // data: cloudbase-init (Windows) and cloud-init (Linux) read the same
-// guestinfo keys. Both are gzip+base64 encoded.
-func GuestInfo(m Machine) ([]types.BaseOptionValue, error) {
-	meta, err := metadata(m)
+// guestinfo keys. Both are gzip+base64 encoded. macs are the NICs' MAC
+// addresses once vCenter has given them, nil before.
+func GuestInfo(m Machine, macs []string) ([]types.BaseOptionValue, error) {
+	meta, err := metadata(m, macs)
 	if err != nil {
 		return nil, err
 	}
@@ -397,10 +464,12 @@ func GuestInfo(m Machine) ([]types.BaseOptionValue, error) {
 	return values, nil
 }
 
-// metadata is the instance metadata: the host name and the network.
-func metadata(m Machine) ([]byte, error) {
+// metadata is the instance metadata: the host name and the network. A NIC
+// is matched by its MAC address when it is known.
+func metadata(m Machine, macs []string) ([]byte, error) {
 	type ethernet struct {
 		Match       map[string]string   `json:"match,omitempty"`
+		SetName     string              `json:"set-name,omitempty"`
 		DHCP4       bool                `json:"dhcp4,omitempty"`
 		Addresses   []string            `json:"addresses,omitempty"`
 		Gateway4    string              `json:"gateway4,omitempty"`
@@ -411,6 +480,10 @@ func metadata(m Machine) ([]byte, error) {
 		e := ethernet{DHCP4: d.DHCP4 != nil && *d.DHCP4, Addresses: d.IPAddrs, Gateway4: d.Gateway4}
 		if len(d.Nameservers) > 0 {
 			e.Nameservers = map[string][]string{"addresses": d.Nameservers}
+		}
+		if i < len(macs) && macs[i] != "" {
+			e.Match = map[string]string{"macaddress": macs[i]}
+			e.SetName = fmt.Sprintf("eth%d", i)
 		}
 		ethernets[fmt.Sprintf("id%d", i)] = e
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/vmware/govmomi/session"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
 	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
@@ -342,5 +343,42 @@ func TestSessionReestablished(t *testing.T) {
 	provision(ctx, t, s, machine("s2"), 0)
 	if sessions.Opened() != 2 {
 		t.Errorf("%d sessions opened, want 2 (one re-established)", sessions.Opened())
+	}
+}
+
+// TestStaticAddresses: a machine with static addresses is powered on only
+// once its metadata matches its NIC by the MAC address vCenter gave it.
+func TestStaticAddresses(t *testing.T) {
+	ctx := t.Context()
+	_, creds := vcsim(t)
+	s, err := NewSessions().Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := machine("static")
+	m.OS = infrav1.OSLinux
+	m.Spec.Network = []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", IPAddrs: []string{"10.0.0.21/24"}, Gateway4: "10.0.0.1", Nameservers: []string{"10.0.0.2"}}}
+	provision(ctx, t, s, m, 0)
+
+	vm, err := s.findVM(ctx, mustDC(ctx, t, s), m)
+	if err != nil || vm == nil {
+		t.Fatalf("VM not found: %v", err)
+	}
+	var o mo.VirtualMachine
+	if err := vm.Properties(ctx, vm.Reference(), []string{"config"}, &o); err != nil {
+		t.Fatal(err)
+	}
+	nic := object.VirtualDeviceList(o.Config.Hardware.Device).SelectByType((*types.VirtualEthernetCard)(nil))[0]
+	mac := nic.(types.BaseVirtualEthernetCard).GetVirtualEthernetCard().MacAddress
+	var meta string
+	for _, v := range o.Config.ExtraConfig {
+		if ov := v.GetOptionValue(); ov.Key == "guestinfo.metadata" {
+			meta = decode(t, fmt.Sprint(ov.Value))
+		}
+	}
+	for _, want := range []string{"macaddress: " + mac, "set-name: eth0", "10.0.0.21/24", "gateway4: 10.0.0.1"} {
+		if !strings.Contains(meta, want) {
+			t.Errorf("metadata lacks %q:\n%s", want, meta)
+		}
 	}
 }
