@@ -61,7 +61,7 @@ test: ## Run all tests (unit, envtest integration, a short fuzz run)
 
 .PHONY: bench
 bench: ## Run the benchmarks: payload sizes and render time; vCenter round trips per machine on vcsim
-	$(GO) test ./bootstrap/payload/ ./platform/vsphere/ -run '^$$' -bench . -benchmem
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test ./bootstrap/payload/ ./platform/vsphere/ ./controllers/ -run '^$$' -bench . -benchmem
 
 .PHONY: fuzz
 fuzz: ## Run the fuzz tests for longer (FUZZ_TIME, default 2m each)

@@ -45,7 +45,7 @@ type vc struct {
 	host  string
 }
 
-func newVC(t *testing.T) *vc {
+func newVC(t testing.TB) *vc {
 	t.Helper()
 	model := simulator.VPX()
 	if err := model.Create(); err != nil {
@@ -59,7 +59,7 @@ func newVC(t *testing.T) *vc {
 }
 
 // session is a separate, uncounted session the test inspects vCenter with.
-func (v *vc) session(t *testing.T) *vsphere.Session {
+func (v *vc) session(t testing.TB) *vsphere.Session {
 	t.Helper()
 	s, err := vsphere.NewSessions().Get(t.Context(), vsphere.Credentials{Server: v.host, Username: vcUser, Password: vcPassword, Insecure: true})
 	if err != nil {
@@ -69,7 +69,7 @@ func (v *vc) session(t *testing.T) *vsphere.Session {
 }
 
 // vms returns the VMs whose instance UUID is one of the given machines'.
-func (v *vc) vmsOf(t *testing.T, namespace string, names ...string) map[string]int {
+func (v *vc) vmsOf(t testing.TB, namespace string, names ...string) map[string]int {
 	t.Helper()
 	s := v.session(t)
 	want := map[string]string{}
@@ -95,7 +95,7 @@ func (v *vc) vmsOf(t *testing.T, namespace string, names ...string) map[string]i
 
 // startControllers runs the HybridCluster and HybridMachine reconcilers in a
 // manager of their own, as one controller process; stop ends it.
-func startControllers(t *testing.T, sessions *vsphere.Sessions) (stop func()) {
+func startControllers(t testing.TB, sessions *vsphere.Sessions) (stop func()) {
 	t.Helper()
 	mgr, err := env.NewManager()
 	if err != nil {
@@ -127,7 +127,7 @@ func startControllers(t *testing.T, sessions *vsphere.Sessions) (stop func()) {
 
 // cluster creates a Cluster with a vSphere HybridCluster and its
 // credentials Secret in a new namespace, and returns the namespace.
-func cluster(t *testing.T, v *vc, mutate func(*infrav1.HybridCluster, *corev1.Secret)) string {
+func cluster(t testing.TB, v *vc, mutate func(*infrav1.HybridCluster, *corev1.Secret)) string {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -165,7 +165,7 @@ func cluster(t *testing.T, v *vc, mutate func(*infrav1.HybridCluster, *corev1.Se
 
 // markInfrastructureProvisioned does what the Cluster controller does once
 // the HybridCluster is provisioned.
-func markInfrastructureProvisioned(t *testing.T, ns string) {
+func markInfrastructureProvisioned(t testing.TB, ns string) {
 	t.Helper()
 	g := NewWithT(t)
 	g.Eventually(func(g Gomega) {
@@ -180,7 +180,7 @@ func markInfrastructureProvisioned(t *testing.T, ns string) {
 }
 
 // machine creates a Machine with bootstrap data and its Windows HybridMachine.
-func machine(t *testing.T, ns, name, template string) {
+func machine(t testing.TB, ns, name, template string) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
