@@ -234,9 +234,10 @@ func (r *HybridMachineReconciler) reconcileNormal(ctx context.Context, hm *infra
 				"The VM was deleted outside capwin and is not re-created (its provider ID would change): delete the Machine to replace it, as a MachineHealthCheck does")
 			return ctrl.Result{}, nil
 		case errors.Is(err, vsphere.ErrTaskFailed):
+			// Retried with the controller's exponential backoff, so a task
+			// that keeps failing does not keep vCenter busy.
 			setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineTaskFailedReason, err.Error())
-			log.Info("A vCenter task failed; retrying", "error", err.Error())
-			return ctrl.Result{RequeueAfter: taskPoll}, nil
+			return ctrl.Result{}, err
 		case r.Sessions.Stale(err, creds):
 			return ctrl.Result{RequeueAfter: time.Second}, nil // log in again
 		}

@@ -423,3 +423,34 @@ func TestFaultInjectionFiftyMachines(t *testing.T) {
 	g.Expect(vms).To(HaveLen(50), "no orphaned or duplicate VM")
 	g.Expect(sessions.Opened()).To(BeNumerically("<=", 2))
 }
+
+// TestTaskFailure: a clone task that fails (its VM name is taken by a VM
+// capwin did not make) is reported with vCenter's reason and retried, and
+// the other VM is left alone.
+func TestTaskFailure(t *testing.T) {
+	g := NewWithT(t)
+	v := newVC(t)
+	s := v.session(t)
+	tmpl, err := find.NewFinder(s.Client).VirtualMachine(t.Context(), "/DC0/vm/DC0_H0_VM0")
+	g.Expect(err).NotTo(HaveOccurred())
+	folder, err := find.NewFinder(s.Client).Folder(t.Context(), "/DC0/vm")
+	g.Expect(err).NotTo(HaveOccurred())
+	task, err := tmpl.Clone(t.Context(), folder, "taken", types.VirtualMachineCloneSpec{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(task.Wait(t.Context())).To(Succeed())
+
+	startControllers(t, vsphere.NewSessions())
+	ns := cluster(t, v, nil)
+	markInfrastructureProvisioned(t, ns)
+	machine(t, ns, "taken", "DC0_H0_VM0")
+	g.Eventually(func(g Gomega) {
+		hm := getHM(g, ns, "taken")
+		c := conditions.Get(hm, infrav1.HybridMachineVMProvisionedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(infrav1.HybridMachineTaskFailedReason))
+		g.Expect(c.Message).To(ContainSubstring("DuplicateName"))
+	}, eventually).Should(Succeed())
+	vms, err := find.NewFinder(s.Client).VirtualMachineList(t.Context(), "/DC0/vm/taken")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(vms).To(HaveLen(1), "the VM capwin did not make is untouched")
+}

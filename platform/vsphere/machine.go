@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 
 	"github.com/vmware/govmomi/find"
@@ -169,8 +170,17 @@ func (s *Session) checkTask(ctx context.Context, ref string) (State, error) {
 		return State{TaskRef: ref}, nil
 	case types.TaskInfoStateError:
 		msg := "unknown error"
-		if task.Info.Error != nil {
-			msg = task.Info.Error.LocalizedMessage
+		if e := task.Info.Error; e != nil {
+			msg = e.LocalizedMessage
+			if e.Fault != nil {
+				// The fault's type says what went wrong when vCenter gives no message.
+				name := reflect.TypeOf(e.Fault).Elem().Name()
+				if msg == "" {
+					msg = name
+				} else {
+					msg = name + ": " + msg
+				}
+			}
 		}
 		return State{}, fmt.Errorf("%w: %s: %s", ErrTaskFailed, task.Info.DescriptionId, msg)
 	}
