@@ -38,9 +38,10 @@ generate: ## Generate deepcopy code, CRDs, RBAC and webhook manifests (controlle
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./bootstrap/... paths=./controllers/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: build
-build: ## Build all packages (the node components also for Windows)
-	@for m in $(MODULES); do (set -x; cd $$m && $(GO) build ./...) || exit 1; done
-	@if [ -d node-components ]; then (set -x; cd node-components && GOOS=windows $(GO) build ./...); fi
+build: ## Build capwin-manager and capwin into bin/, and capwin-node.exe for Windows
+	$(GO) build ./...
+	$(GO) build -o bin/ ./cmd/...
+	cd node-components && GOOS=windows GOARCH=amd64 $(GO) build -o ../bin/ ./cmd/...
 
 .PHONY: dev
 dev: ## Run the whole flow on simulators (arrives with the make-dev issue; fails until then)

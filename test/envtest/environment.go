@@ -12,13 +12,9 @@ import (
 	"strings"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,32 +23,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
-	bootstrapkubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
-	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
-
-	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
-	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/internal/scheme"
 )
 
-// NewScheme returns a scheme with the Kubernetes built-in types, the Cluster
-// API types capwin works with, and capwin's own.
-func NewScheme() *kruntime.Scheme {
-	s := kruntime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(apiextensionsv1.AddToScheme(s))
-	utilruntime.Must(admissionv1.AddToScheme(s))
-	utilruntime.Must(clusterv1.AddToScheme(s))
-	utilruntime.Must(bootstrapkubeadmv1.AddToScheme(s))
-	utilruntime.Must(controlplanev1.AddToScheme(s))
-	utilruntime.Must(addonsv1.AddToScheme(s))
-	utilruntime.Must(ipamv1.AddToScheme(s))
-	utilruntime.Must(infrav1.AddToScheme(s))
-	utilruntime.Must(bootstrapv1.AddToScheme(s))
-	return s
-}
+// NewScheme returns capwin's scheme (internal/scheme).
+func NewScheme() *kruntime.Scheme { return scheme.New() }
 
 // Options chooses what an Environment holds besides the API server.
 type Options struct {
