@@ -1,7 +1,6 @@
 package controllers_test
 
 import (
-	"context"
 	"os"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
@@ -22,36 +22,9 @@ import (
 var env *envtest.Environment
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx := context.Background()
-	var err error
-	if env, err = envtest.Start(ctx, envtest.Options{}); err != nil {
-		println("starting envtest:", err.Error())
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			println("stopping envtest:", err.Error())
-		}
-	}()
-	mgr, err := env.NewManager()
-	if err == nil {
-		err = (&controllers.HybridMachineTemplateReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, controller.Options{})
-	}
-	if err != nil {
-		println(err.Error())
-		return 1
-	}
-	stopManager, err := env.StartManager(ctx, mgr)
-	defer stopOrReport(stopManager)
-	if err != nil {
-		println(err.Error())
-		return 1
-	}
-	return m.Run()
+	os.Exit(envtest.Run(m, &env, envtest.Options{}, func(mgr ctrl.Manager) error {
+		return (&controllers.HybridMachineTemplateReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, controller.Options{})
+	}))
 }
 
 func TestTemplateCapacity(t *testing.T) {
@@ -91,10 +64,4 @@ func TestTemplateStatusPublished(t *testing.T) {
 		g.Expect(got.Status.Capacity).To(HaveKey(corev1.ResourceCPU))
 		g.Expect(got.Status.Capacity.Memory().Equal(resource.MustParse("8Gi"))).To(BeTrue())
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
-}
-
-func stopOrReport(stop func() error) {
-	if err := stop(); err != nil {
-		println("the manager stopped with:", err.Error())
-	}
 }

@@ -18,16 +18,7 @@ import (
 var env *envtest.Environment
 
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = envtest.Start(context.Background(), envtest.Options{}); err != nil {
-		println("starting envtest:", err.Error())
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		println("stopping envtest:", err.Error())
-	}
-	os.Exit(code)
+	os.Exit(envtest.Run(m, &env, envtest.Options{}, nil))
 }
 
 func TestParseFlags(t *testing.T) {

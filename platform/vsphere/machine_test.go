@@ -41,6 +41,17 @@ func vcsim(t testing.TB) (*simulator.Model, Credentials) {
 	return model, Credentials{Server: srv.URL.Host, Username: "capwin@vsphere.local", Password: "correct horse", Insecure: true}
 }
 
+// newSession starts vcsim and logs in to it.
+func newSession(t testing.TB) (*Session, Credentials) {
+	t.Helper()
+	_, creds := vcsim(t)
+	s, err := NewSessions().Get(t.Context(), creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, creds
+}
+
 func machine(name string) Machine {
 	return Machine{
 		Namespace:    "default",
@@ -176,11 +187,7 @@ func deleteAll(ctx context.Context, t testing.TB, s *Session, m Machine) {
 // the VM by its instance UUID and never clones twice.
 func TestRestartMidCloneMakesNoDuplicate(t *testing.T) {
 	ctx := t.Context()
-	_, creds := vcsim(t)
-	s, err := NewSessions().Get(ctx, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, creds := newSession(t)
 	m := machine("m2")
 	st, err := s.Reconcile(ctx, m)
 	if err != nil || st.TaskRef == "" {
@@ -200,11 +207,7 @@ func TestRestartMidCloneMakesNoDuplicate(t *testing.T) {
 
 func TestBadInputs(t *testing.T) {
 	ctx := t.Context()
-	_, creds := vcsim(t)
-	s, err := NewSessions().Get(ctx, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, creds := newSession(t)
 	for name, change := range map[string]func(*Machine){
 		"template":   func(m *Machine) { m.Spec.Template = "no-such-template" },
 		"datastore":  func(m *Machine) { m.Spec.Datastore = "no-such-datastore" },
@@ -350,11 +353,7 @@ func TestSessionReestablished(t *testing.T) {
 // once its metadata matches its NIC by the MAC address vCenter gave it.
 func TestStaticAddresses(t *testing.T) {
 	ctx := t.Context()
-	_, creds := vcsim(t)
-	s, err := NewSessions().Get(ctx, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := newSession(t)
 	m := machine("static")
 	m.OS = infrav1.OSLinux
 	m.Spec.Network = []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", IPAddrs: []string{"10.0.0.21/24"}, Gateway4: "10.0.0.1", Nameservers: []string{"10.0.0.2"}}}

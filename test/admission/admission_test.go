@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -33,42 +34,9 @@ import (
 var env *envtest.Environment
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var err error
-	env, err = envtest.Start(ctx, envtest.Options{Webhooks: true})
-	if err != nil {
-		println("starting envtest:", err.Error())
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			println("stopping envtest:", err.Error())
-		}
-	}()
-	mgr, err := env.NewManager()
-	if err == nil {
-		err = errors.Join(webhooks.SetupInfrastructure(mgr), webhooks.SetupBootstrap(mgr))
-	}
-	if err != nil {
-		println("setting up the webhooks:", err.Error())
-		return 1
-	}
-	stopManager, err := env.StartManager(ctx, mgr)
-	defer func() {
-		if err := stopManager(); err != nil {
-			println("the manager stopped with:", err.Error())
-		}
-	}()
-	if err != nil {
-		println("starting the webhook server:", err.Error())
-		return 1
-	}
-	return m.Run()
+	os.Exit(envtest.Run(m, &env, envtest.Options{Webhooks: true}, func(mgr ctrl.Manager) error {
+		return errors.Join(webhooks.SetupInfrastructure(mgr), webhooks.SetupBootstrap(mgr))
+	}))
 }
 
 // TestExamplesDryRun server-side dry-runs every example in docs/examples

@@ -1,7 +1,6 @@
 package envtest_test
 
 import (
-	"context"
 	"os"
 	"testing"
 	"time"
@@ -20,21 +19,7 @@ import (
 var env *envtest.Environment
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	var err error
-	env, err = envtest.Start(ctx, envtest.Options{})
-	cancel()
-	if err != nil {
-		// A missing control plane is a failure, never a skip.
-		println("starting envtest:", err.Error())
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		println("stopping envtest:", err.Error())
-		code = 1
-	}
-	os.Exit(code)
+	os.Exit(envtest.Run(m, &env, envtest.Options{}, nil))
 }
 
 func TestClusterRoundTrip(t *testing.T) {

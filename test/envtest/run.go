@@ -1,0 +1,49 @@
+package envtest
+
+import (
+	"context"
+	"testing"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Run is a TestMain body: it starts an Environment with opts and stores it in
+// *env; if setup is given, it makes a manager, lets setup register
+// reconcilers or webhooks on it and starts it. It then runs the tests and
+// stops the manager before the API server. It returns the exit code.
+func Run(m *testing.M, env **Environment, opts Options, setup func(ctrl.Manager) error) int {
+	ctx := context.Background()
+	e, err := Start(ctx, opts)
+	if err != nil {
+		// A missing control plane is a failure, never a skip.
+		println("starting envtest:", err.Error())
+		return 1
+	}
+	*env = e
+	defer func() {
+		if err := e.Stop(); err != nil {
+			println("stopping envtest:", err.Error())
+		}
+	}()
+	if setup != nil {
+		mgr, err := e.NewManager()
+		if err == nil {
+			err = setup(mgr)
+		}
+		if err != nil {
+			println("setting up the manager:", err.Error())
+			return 1
+		}
+		stop, err := e.StartManager(ctx, mgr)
+		defer func() {
+			if err := stop(); err != nil {
+				println("the manager stopped with:", err.Error())
+			}
+		}()
+		if err != nil {
+			println("starting the manager:", err.Error())
+			return 1
+		}
+	}
+	return m.Run()
+}
