@@ -262,6 +262,7 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 	if m.Spec.CloneMode == infrav1.LinkedClone {
 		spec.Location.DiskMoveType = string(types.VirtualMachineRelocateDiskMoveOptionsCreateNewChildDiskBacking)
 		if inv.snapshot == nil {
+			s.forgetInventory(dc, m.Spec) // look again next time: a snapshot may be taken
 			return State{}, fmt.Errorf("%w: template %s has no snapshot for a LinkedClone", ErrNotFound, m.Spec.Template)
 		}
 		spec.Snapshot = inv.snapshot
@@ -271,6 +272,10 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 	if err != nil {
 		if isFault[*types.DuplicateName](err) {
 			return State{}, fmt.Errorf("a VM named %s already exists in the folder and is not this machine's (its instance UUID differs)", m.Name)
+		}
+		if isFault[*types.ManagedObjectNotFound](err) {
+			// The template, folder, pool or datastore was replaced since it was looked up.
+			s.forgetInventory(dc, m.Spec)
 		}
 		return State{}, fmt.Errorf("cloning template %s: %w", m.Spec.Template, err)
 	}
@@ -528,8 +533,16 @@ func (s *Session) datacenter(ctx context.Context, path string) (*object.Datacent
 	return dc, nil
 }
 
+func inventoryKey(dc *object.Datacenter, spec *infrav1.VSphereMachineSpec) string {
+	return strings.Join(append([]string{"inv", dc.Reference().Value, spec.Template, spec.Snapshot, spec.Folder, spec.ResourcePool, spec.Datastore}, networkNames(spec)...), "\x00")
+}
+
+func (s *Session) forgetInventory(dc *object.Datacenter, spec *infrav1.VSphereMachineSpec) {
+	s.cache.Delete(inventoryKey(dc, spec))
+}
+
 func (s *Session) inventory(ctx context.Context, dc *object.Datacenter, spec *infrav1.VSphereMachineSpec) (*inventory, error) {
-	key := strings.Join(append([]string{"inv", dc.Reference().Value, spec.Template, spec.Snapshot, spec.Folder, spec.ResourcePool, spec.Datastore}, networkNames(spec)...), "\x00")
+	key := inventoryKey(dc, spec)
 	if v, ok := s.cache.Load(key); ok {
 		return v.(*inventory), nil
 	}

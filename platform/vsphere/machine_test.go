@@ -381,3 +381,32 @@ func TestStaticAddresses(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkedClone clones from the template's snapshot; without a snapshot a
+// LinkedClone is refused by name.
+func TestLinkedClone(t *testing.T) {
+	ctx := t.Context()
+	s, _ := newSession(t)
+	m := machine("linked")
+	m.Spec.CloneMode = infrav1.LinkedClone
+	if _, err := s.Reconcile(ctx, m); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no snapshot") {
+		t.Fatalf("a LinkedClone of a template without snapshot: want ErrNotFound, got %v", err)
+	}
+
+	// An administrator snapshots the template; the same session sees it.
+	tmpl, err := find.NewFinder(s.Client).VirtualMachine(ctx, "/DC0/vm/DC0_H0_VM0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := tmpl.CreateSnapshot(ctx, "base", "", false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	provision(ctx, t, s, m, 0)
+	if n := vmsWithUUID(ctx, t, s, InstanceUUID("default", "linked")); n != 1 {
+		t.Fatalf("%d VMs, want 1", n)
+	}
+}
