@@ -92,9 +92,7 @@ func (r *HybridClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}()
 
 	if !hc.DeletionTimestamp.IsZero() {
-		// A cluster owns nothing on the platform itself: its machines do.
-		controllerutil.RemoveFinalizer(hc, infrav1.ClusterFinalizer)
-		return ctrl.Result{}, nil
+		return r.reconcileDelete(ctx, hc, cluster)
 	}
 	return r.reconcileNormal(ctx, hc)
 }
@@ -139,6 +137,22 @@ func (r *HybridClusterReconciler) reconcileNormal(ctx context.Context, hc *infra
 	}
 	setPlatformCondition(hc, metav1.ConditionTrue, infrav1.HybridClusterPlatformAvailableReason, "")
 	hc.Status.Initialization.Provisioned = ptr.To(true)
+	return ctrl.Result{}, nil
+}
+
+// reconcileDelete keeps the HybridCluster, and so the credentials its
+// machines' VMs are deleted with, until the last HybridMachine is gone.
+func (r *HybridClusterReconciler) reconcileDelete(ctx context.Context, hc *infrav1.HybridCluster, cluster *clusterv1.Cluster) (ctrl.Result, error) {
+	machines := &infrav1.HybridMachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(hc.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if n := len(machines.Items); n > 0 {
+		setPlatformCondition(hc, metav1.ConditionFalse, infrav1.HybridClusterDeletingReason,
+			fmt.Sprintf("Waiting for %d HybridMachines to delete their VMs", n))
+		return ctrl.Result{RequeueAfter: taskPoll}, nil
+	}
+	controllerutil.RemoveFinalizer(hc, infrav1.ClusterFinalizer)
 	return ctrl.Result{}, nil
 }
 

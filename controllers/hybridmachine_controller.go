@@ -224,7 +224,8 @@ func (r *HybridMachineReconciler) reconcileNormal(ctx context.Context, hm *infra
 	}
 	st, err := s.Reconcile(ctx, vm)
 	if err != nil {
-		hm.Status.VSphere.TaskRef = ""
+		// The recorded task is kept unless it failed: forgetting a clone in
+		// flight could start a second one.
 		switch {
 		case errors.Is(err, vsphere.ErrNotFound):
 			setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineNotFoundReason, err.Error())
@@ -236,6 +237,7 @@ func (r *HybridMachineReconciler) reconcileNormal(ctx context.Context, hm *infra
 		case errors.Is(err, vsphere.ErrTaskFailed):
 			// Retried with the controller's exponential backoff, so a task
 			// that keeps failing does not keep vCenter busy.
+			hm.Status.VSphere.TaskRef = ""
 			setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineTaskFailedReason, err.Error())
 			return ctrl.Result{}, err
 		case r.Sessions.Stale(err, creds):
@@ -253,9 +255,10 @@ func (r *HybridMachineReconciler) reconcileNormal(ctx context.Context, hm *infra
 		return ctrl.Result{RequeueAfter: taskPoll}, nil
 	}
 
-	if id := st.ProviderID(); id != "" {
-		hm.Spec.ProviderID = id
+	if !st.Exists || st.ProviderID() == "" {
+		return ctrl.Result{}, fmt.Errorf("vCenter reported no VM and no task for %s", hm.Name)
 	}
+	hm.Spec.ProviderID = st.ProviderID()
 	hm.Status.Addresses = []clusterv1.MachineAddress{{Type: clusterv1.MachineHostName, Address: vm.ComputerName}}
 	for _, ip := range st.Addresses {
 		hm.Status.Addresses = append(hm.Status.Addresses, clusterv1.MachineAddress{Type: clusterv1.MachineInternalIP, Address: ip})
@@ -264,19 +267,28 @@ func (r *HybridMachineReconciler) reconcileNormal(ctx context.Context, hm *infra
 	setVMCondition(hm, metav1.ConditionTrue, infrav1.HybridMachineVMProvisionedReason, "")
 
 	// Once the node joined, its bootstrap token must not stay readable in the
-	// VM's guestinfo.
-	if machine.Status.NodeRef.IsDefined() {
-		if !conditions.IsTrue(hm, infrav1.HybridMachineBootstrapDataClearedCondition) {
-			if err := s.ClearUserData(ctx, vm); err != nil {
-				return ctrl.Result{}, err
-			}
-			conditions.Set(hm, metav1.Condition{Type: infrav1.HybridMachineBootstrapDataClearedCondition,
-				Status: metav1.ConditionTrue, Reason: infrav1.HybridMachineBootstrapDataClearedReason})
-			log.Info("Cleared the bootstrap data from the VM's guestinfo")
-		}
-	} else {
+	// VM's guestinfo. The condition turns true only when the VM shows it.
+	switch {
+	case !machine.Status.NodeRef.IsDefined():
 		conditions.Set(hm, metav1.Condition{Type: infrav1.HybridMachineBootstrapDataClearedCondition,
 			Status: metav1.ConditionFalse, Reason: infrav1.HybridMachineWaitingForNodeReason})
+	case !conditions.IsTrue(hm, infrav1.HybridMachineBootstrapDataClearedCondition):
+		cleared, err := s.UserDataCleared(ctx, vm)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if cleared {
+			conditions.Set(hm, metav1.Condition{Type: infrav1.HybridMachineBootstrapDataClearedCondition,
+				Status: metav1.ConditionTrue, Reason: infrav1.HybridMachineBootstrapDataClearedReason})
+			log.Info("The bootstrap data is cleared from the VM's guestinfo")
+			break
+		}
+		task, err := s.ClearUserData(ctx, vm)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		hm.Status.VSphere.TaskRef = task
+		return ctrl.Result{RequeueAfter: taskPoll}, nil
 	}
 	if len(st.Addresses) == 0 {
 		return ctrl.Result{RequeueAfter: addressPoll}, nil
@@ -286,10 +298,17 @@ func (r *HybridMachineReconciler) reconcileNormal(ctx context.Context, hm *infra
 
 func (r *HybridMachineReconciler) reconcileDelete(ctx context.Context, hm *infrav1.HybridMachine, machine *clusterv1.Machine, hc *infrav1.HybridCluster) (ctrl.Result, error) {
 	setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineDeletingReason, "")
-	if hm.Spec.VSphere == nil || hc == nil || hc.Spec.VSphere == nil {
+	if hm.Spec.VSphere == nil {
 		// Nothing was ever created for it on vSphere.
 		controllerutil.RemoveFinalizer(hm, infrav1.MachineFinalizer)
 		return ctrl.Result{}, nil
+	}
+	if hc == nil || hc.Spec.VSphere == nil {
+		// The HybridCluster keeps its finalizer while machines remain, so
+		// this is a cluster being created or moved: wait for it.
+		setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineDeletingReason,
+			"Waiting for the HybridCluster, whose credentials the VM is deleted with")
+		return ctrl.Result{RequeueAfter: platformRetry}, nil
 	}
 	s, creds, err := r.session(ctx, hc)
 	if err != nil {
@@ -301,6 +320,9 @@ func (r *HybridMachineReconciler) reconcileDelete(ctx context.Context, hm *infra
 		if r.Sessions.Stale(err, creds) {
 			return ctrl.Result{RequeueAfter: time.Second}, nil // log in again
 		}
+		// A failed power-off or destroy is reported and retried with backoff.
+		hm.Status.VSphere.TaskRef = task
+		setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineDeletingReason, err.Error())
 		return ctrl.Result{}, err
 	}
 	hm.Status.VSphere.TaskRef = task

@@ -295,10 +295,22 @@ func TestHybridMachineLifecycle(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cleared).To(BeTrue())
 
-	// Delete: the VM goes, then the finalizer.
+	// Everything is deleted at once, as kubectl delete -f does: the
+	// HybridCluster stays until its machine has deleted its VM with its
+	// credentials, then goes too.
+	hc := &infrav1.HybridCluster{}
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, hc)).To(Succeed())
+	g.Expect(env.Client.Delete(t.Context(), hc)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &infrav1.HybridCluster{}
+		g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, got)).To(Succeed())
+		g.Expect(condReason(g, got, infrav1.HybridClusterPlatformAvailableCondition)).To(Equal(infrav1.HybridClusterDeletingReason))
+	}, eventually).Should(Succeed())
 	g.Expect(env.Client.Delete(t.Context(), getHM(g, ns, "m1"))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "m1"}, &infrav1.HybridMachine{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		err = env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, &infrav1.HybridCluster{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	}, eventually).Should(Succeed())
 	g.Expect(v.vmsOf(t, ns, "m1")["m1"]).To(BeZero())
@@ -453,4 +465,26 @@ func TestTaskFailure(t *testing.T) {
 	vms, err := find.NewFinder(s.Client).VirtualMachineList(t.Context(), "/DC0/vm/taken")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(vms).To(HaveLen(1), "the VM capwin did not make is untouched")
+}
+
+// TestDeleteMidClone: a machine deleted while its clone runs waits for the
+// clone, then deletes the VM; nothing is left running.
+func TestDeleteMidClone(t *testing.T) {
+	g := NewWithT(t)
+	v := newVC(t)
+	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVM_Task": 2000}
+	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
+	startControllers(t, vsphere.NewSessions())
+	ns := cluster(t, v, nil)
+	markInfrastructureProvisioned(t, ns)
+	machine(t, ns, "m5", "DC0_H0_VM0")
+	g.Eventually(func(g Gomega) {
+		g.Expect(getHM(g, ns, "m5").Status.VSphere.TaskRef).NotTo(BeEmpty())
+	}, eventually).Should(Succeed())
+	g.Expect(env.Client.Delete(t.Context(), getHM(g, ns, "m5"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "m5"}, &infrav1.HybridMachine{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}, eventually).Should(Succeed())
+	g.Expect(v.vmsOf(t, ns, "m5")["m5"]).To(BeZero(), "the VM whose clone was in flight is deleted too")
 }

@@ -107,9 +107,16 @@ func (s *Session) reconcile(ctx context.Context, m Machine) (State, error) {
 			if err != nil || st.TaskRef != "" {
 				return st, err
 			}
-			// The clone finished: the VM is there now.
-			if vm, err = s.findVM(ctx, dc, m); err != nil || vm == nil {
+			// The clone finished: the VM is there now. If it is not (the clone
+			// failed and vCenter has forgotten the task), clone again.
+			if vm, err = s.findVM(ctx, dc, m); err != nil {
 				return State{}, err
+			}
+			if vm == nil {
+				if m.Provisioned {
+					return State{}, ErrVMGone
+				}
+				return s.clone(ctx, dc, m)
 			}
 		} else {
 			if m.Provisioned {
@@ -297,16 +304,27 @@ func (s *Session) delete(ctx context.Context, m Machine) (gone bool, taskRef str
 	if err != nil {
 		return false, "", err
 	}
-	vm, err := s.findVM(ctx, dc, m)
-	if err != nil || vm == nil {
-		return vm == nil && err == nil, "", err
-	}
+	// A task in flight (a clone, a power-off, a destroy) finishes first: a
+	// clone that is not visible yet would otherwise be left running.
 	if m.TaskRef != "" {
 		st, err := s.checkTask(ctx, m.TaskRef)
 		if st.TaskRef != "" {
 			return false, st.TaskRef, nil
 		}
-		_ = err // a failed power-off or clone is superseded by the next step
+		if err != nil && !errors.Is(err, ErrTaskFailed) {
+			return false, m.TaskRef, err
+		}
+		if err != nil {
+			// A failed clone left nothing; a failed power-off or destroy is
+			// reported, and retried by the caller.
+			if vm, ferr := s.findVM(ctx, dc, m); ferr == nil && vm != nil {
+				return false, "", err
+			}
+		}
+	}
+	vm, err := s.findVM(ctx, dc, m)
+	if err != nil || vm == nil {
+		return vm == nil && err == nil, "", err
 	}
 	state, err := vm.PowerState(ctx)
 	if err != nil {
@@ -327,34 +345,32 @@ func (s *Session) delete(ctx context.Context, m Machine) (gone bool, taskRef str
 // ClearUserData removes guestinfo.userdata from the VM once the node has
 // joined: the bootstrap token in it must not stay readable to anyone with
 // read access to the VM.
-func (s *Session) ClearUserData(ctx context.Context, m Machine) error {
-	err := s.clearUserData(ctx, m)
+func (s *Session) ClearUserData(ctx context.Context, m Machine) (taskRef string, err error) {
+	taskRef, err = s.clearUserData(ctx, m)
 	if err != nil && s.stale(err, m) {
 		return s.clearUserData(ctx, m)
 	}
-	return err
+	return taskRef, err
 }
 
-func (s *Session) clearUserData(ctx context.Context, m Machine) error {
+func (s *Session) clearUserData(ctx context.Context, m Machine) (string, error) {
 	dc, err := s.datacenter(ctx, m.Datacenter)
 	if err != nil {
-		return err
+		return "", err
 	}
 	vm, err := s.findVM(ctx, dc, m)
 	if err != nil || vm == nil {
-		return err
+		return "", err
 	}
 	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{
 		&types.OptionValue{Key: "guestinfo.userdata", Value: ""},
 		&types.OptionValue{Key: "guestinfo.userdata.encoding", Value: ""},
 	}})
 	if err != nil {
-		return fmt.Errorf("clearing the user data of VM %s: %w", vm.Reference().Value, err)
+		return "", fmt.Errorf("clearing the user data of VM %s: %w", vm.Reference().Value, err)
 	}
-	// A reconfigure of extraConfig is quick; its outcome is checked on the
-	// next reconcile through UserDataCleared.
-	_ = task
-	return nil
+	// Whether it worked is seen through UserDataCleared on a later reconcile.
+	return task.Reference().Value, nil
 }
 
 // UserDataCleared reports whether the VM no longer carries user data.
@@ -616,9 +632,12 @@ func deviceChanges(inv *inventory, spec *infrav1.VSphereMachineSpec) ([]types.Ba
 	nics := inv.devices.SelectByType((*types.VirtualEthernetCard)(nil))
 	for i, backing := range inv.networks {
 		if i < len(nics) {
-			nic := nics[i].(types.BaseVirtualEthernetCard).GetVirtualEthernetCard()
-			nic.Backing = backing
-			changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: nics[i]})
+			// The template's devices are cached and shared: edit a copy.
+			dev := reflect.New(reflect.TypeOf(nics[i]).Elem())
+			dev.Elem().Set(reflect.ValueOf(nics[i]).Elem())
+			edited := dev.Interface().(types.BaseVirtualDevice)
+			edited.(types.BaseVirtualEthernetCard).GetVirtualEthernetCard().Backing = backing
+			changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: edited})
 			continue
 		}
 		dev, err := object.EthernetCardTypes().CreateEthernetCard("vmxnet3", backing)

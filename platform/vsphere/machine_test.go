@@ -150,7 +150,11 @@ func TestCreateObserveDelete(t *testing.T) {
 	}
 
 	// Once the node joined, the user data goes.
-	if err := s.ClearUserData(ctx, m); err != nil {
+	task, err := s.ClearUserData(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := object.NewTask(s.Client, types.ManagedObjectReference{Type: "Task", Value: task}).Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if cleared, err := s.UserDataCleared(ctx, m); err != nil || !cleared {

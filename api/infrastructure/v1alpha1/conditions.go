@@ -26,6 +26,9 @@ const (
 	HybridClusterBadCredentialsReason = "BadCredentials"
 	// HybridClusterDatacenterNotFoundReason means the datacenter does not exist.
 	HybridClusterDatacenterNotFoundReason = "DatacenterNotFound"
+	// HybridClusterDeletingReason means the cluster waits for its machines'
+	// VMs to be deleted before it goes.
+	HybridClusterDeletingReason = "Deleting"
 	// HybridClusterPlatformNotSupportedReason means this build has no
 	// controller for the cluster's platform yet (Azure).
 	HybridClusterPlatformNotSupportedReason = "PlatformNotSupported"
