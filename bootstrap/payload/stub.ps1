@@ -13,7 +13,7 @@ $Agent = Join-Path $env:ProgramFiles 'capwin\capwin-node.exe'
 
 function Write-Log([string]$Message) {
     $line = '{0} {1}' -f (Get-Date -Format o), $Message
-    Add-Content -Path $LogPath -Value $line
+    Add-Content -Path $LogPath -Value $line -Encoding UTF8
 }
 
 New-Item -ItemType Directory -Force -Path $Root | Out-Null
@@ -51,9 +51,14 @@ if (-not (Test-Path -Path $Agent)) {
 }
 
 Write-Log 'running capwin-node join'
-& $Agent join --config $ConfigPath *>> $LogPath
-if ($LASTEXITCODE -ne 0) {
-    Write-Log ('capwin-node join failed with exit code {0}' -f $LASTEXITCODE)
-    throw ('capwin-node join failed with exit code {0}; see {1}' -f $LASTEXITCODE, $LogPath)
+# Windows PowerShell turns a native command's stderr into error records, which
+# 'Stop' would make fatal on the first line: the exit code decides instead.
+$ErrorActionPreference = 'Continue'
+& $Agent join --config $ConfigPath 2>&1 | ForEach-Object { "$_" } | Out-File -FilePath $LogPath -Append -Encoding UTF8
+$joinExitCode = $LASTEXITCODE
+$ErrorActionPreference = 'Stop'
+if ($joinExitCode -ne 0) {
+    Write-Log ('capwin-node join failed with exit code {0}' -f $joinExitCode)
+    throw ('capwin-node join failed with exit code {0}; see {1}' -f $joinExitCode, $LogPath)
 }
 Write-Log 'capwin-node join finished'
