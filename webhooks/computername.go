@@ -10,7 +10,9 @@ import (
 	"github.com/capwin/capwin/internal/names"
 )
 
-var netbiosName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
+// hostLabel is a lower-case DNS label: what a Node name, and so the computer
+// name the node registers with, must be.
+var hostLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 
 // validateComputerName checks an explicit computer name against the rules of
 // the machine's operating system.
@@ -22,15 +24,15 @@ func validateComputerName(name string, os infrav1.OSType, path *field.Path) fiel
 				"a Windows computer name is at most %d characters (the NetBIOS limit), this one has %d; leave computerName empty to get a short name derived from the Machine",
 				names.MaxWindowsComputerName, len(name))))
 		}
-		if !netbiosName.MatchString(name) {
-			errs = append(errs, field.Invalid(path, name, "a Windows computer name has only letters, digits and hyphens and starts with a letter or digit"))
+		if !hostLabel.MatchString(name) {
+			errs = append(errs, field.Invalid(path, name, "a computer name has only lower-case letters, digits and inner hyphens (it becomes the Node name)"))
 		} else if names.AllDigits(name) {
 			errs = append(errs, field.Invalid(path, name, "a Windows computer name cannot be only digits"))
 		}
 		return errs
 	}
-	if !netbiosName.MatchString(name) || len(name) > 63 {
-		errs = append(errs, field.Invalid(path, name, "a host name has at most 63 letters, digits and hyphens and starts with a letter or digit"))
+	if !hostLabel.MatchString(name) || len(name) > 63 {
+		errs = append(errs, field.Invalid(path, name, "a host name has at most 63 lower-case letters, digits and inner hyphens (it becomes the Node name)"))
 	}
 	return errs
 }

@@ -52,8 +52,14 @@ func (w *HybridCluster) ValidateUpdate(ctx context.Context, oldC, newC *infrav1.
 	spec := field.NewPath("spec")
 	errs := validateClusterSpec(&newC.Spec, spec)
 	errs = append(errs, clusterImmutable(&oldC.Spec, &newC.Spec, spec)...)
-	warnings, identityErrs := w.validateIdentity(ctx, newC)
-	return warnings, invalid(newC, append(errs, identityErrs...))
+	// The identity is checked when it is chosen, not on every update: a
+	// finalizer or status change must go through, whatever the identity says
+	// now (the controller reports that in a condition).
+	if newC.DeletionTimestamp.IsZero() && identityRef(&oldC.Spec) != identityRef(&newC.Spec) {
+		warnings, identityErrs := w.validateIdentity(ctx, newC)
+		return warnings, invalid(newC, append(errs, identityErrs...))
+	}
+	return nil, invalid(newC, errs)
 }
 
 // ValidateDelete allows every deletion.
@@ -109,17 +115,16 @@ func validateVSphereCluster(v *infrav1.VSphereClusterSpec, path *field.Path) fie
 	var errs field.ErrorList
 	if v.Server == "" {
 		errs = append(errs, field.Required(path.Child("server"), "the vCenter host name or IP address"))
-	} else if err := validateHost(v.Server, path.Child("server")); err != nil {
+	} else if err := validateHostPort(v.Server, path.Child("server")); err != nil {
 		errs = append(errs, err)
 	}
 	if v.Datacenter == "" {
 		errs = append(errs, field.Required(path.Child("datacenter"), "the vSphere datacenter"))
 	}
+	// With neither thumbprint nor insecure, the certificate is verified
+	// against the system's trusted CAs.
 	insecure := v.Insecure != nil && *v.Insecure
 	switch {
-	case v.Thumbprint == "" && !insecure:
-		errs = append(errs, field.Required(path.Child("thumbprint"),
-			"the vCenter certificate's SHA-1 or SHA-256 fingerprint, or insecure: true to skip verification (labs only)"))
 	case v.Thumbprint != "" && insecure:
 		errs = append(errs, field.Forbidden(path.Child("insecure"), "a thumbprint is set: a verified connection cannot also be insecure"))
 	case v.Thumbprint != "":
@@ -198,6 +203,16 @@ func validateIdentityRef(r infrav1.IdentityReference, path *field.Path) field.Er
 		errs = append(errs, field.Required(path.Child("name"), "the name of the Secret or HybridClusterIdentity"))
 	}
 	return errs
+}
+
+func identityRef(s *infrav1.HybridClusterSpec) infrav1.IdentityReference {
+	switch {
+	case s.VSphere != nil:
+		return s.VSphere.IdentityRef
+	case s.Azure != nil:
+		return s.Azure.IdentityRef
+	}
+	return infrav1.IdentityReference{}
 }
 
 // validateIdentity checks that a HybridClusterIdentity the cluster names

@@ -134,7 +134,7 @@ func validateMachineSpec(s *infrav1.HybridMachineSpec, path *field.Path, templat
 	case s.VSphere != nil && s.Azure != nil:
 		errs = append(errs, field.Forbidden(path.Child("azure"), "spec.vsphere is set too: a machine is on one platform, set exactly one of spec.vsphere or spec.azure"))
 	case s.VSphere != nil:
-		errs = append(errs, validateVSphereMachine(s.VSphere, path.Child("vsphere"))...)
+		errs = append(errs, validateVSphereMachine(s.VSphere, path.Child("vsphere"), template)...)
 	default:
 		errs = append(errs, validateAzureMachine(s.Azure, s.OS.Type, path.Child("azure"))...)
 	}
@@ -181,7 +181,7 @@ func releaseList() string {
 	return strings.Join(rs, ", ")
 }
 
-func validateVSphereMachine(v *infrav1.VSphereMachineSpec, path *field.Path) field.ErrorList {
+func validateVSphereMachine(v *infrav1.VSphereMachineSpec, path *field.Path, template bool) field.ErrorList {
 	var errs field.ErrorList
 	if v.Template == "" {
 		errs = append(errs, field.Required(path.Child("template"), "the VM template to clone"))
@@ -214,6 +214,9 @@ func validateVSphereMachine(v *infrav1.VSphereMachineSpec, path *field.Path) fie
 		p := path.Child("network").Index(i)
 		if d.NetworkName == "" {
 			errs = append(errs, field.Required(p.Child("networkName"), "the port group or network to connect to"))
+		}
+		if template && len(d.IPAddrs) > 0 {
+			errs = append(errs, field.Forbidden(p.Child("ipAddrs"), "a template cannot set static addresses: every machine made from it would get the same ones"))
 		}
 		dhcp := d.DHCP4 != nil && *d.DHCP4
 		if !dhcp && len(d.IPAddrs) == 0 {

@@ -2,10 +2,12 @@ package webhooks
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -39,6 +41,18 @@ func validateHost(value string, path *field.Path) *field.Error {
 		return field.Invalid(path, value, "must be a host name or IP address without scheme, port or path")
 	}
 	return nil
+}
+
+// validateHostPort checks a host with an optional port (vcenter:443).
+func validateHostPort(value string, path *field.Path) *field.Error {
+	host := value
+	if h, port, err := net.SplitHostPort(value); err == nil {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return field.Invalid(path, value, "the port must be 1 to 65535")
+		}
+		host = h
+	}
+	return validateHost(host, path)
 }
 
 // validateURL checks that value is an absolute URL with one of the schemes.

@@ -286,11 +286,21 @@ func TestBadInputRejected(t *testing.T) {
 			t.Spec.Template.Spec.ComputerName = "win1"
 			return t
 		}, "spec.template.spec.computerName", "every machine made from it would get the same one"},
-		{"vCenter without thumbprint or insecure", func(ns string) client.Object {
+		{"vCenter both pinned and insecure", func(ns string) client.Object {
 			c := vsphereCluster(ns)
-			c.Spec.VSphere.Thumbprint = ""
+			c.Spec.VSphere.Insecure = ptr.To(true)
 			return c
-		}, "spec.vsphere.thumbprint", "fingerprint, or insecure: true"},
+		}, "spec.vsphere.insecure", "cannot also be insecure"},
+		{"upper-case computer name", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.ComputerName = "WIN-NODE1"
+			return m
+		}, "spec.computerName", "lower-case"},
+		{"static addresses in a template", func(ns string) client.Object {
+			t := machineTemplate(ns)
+			t.Spec.Template.Spec.VSphere.Network = []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", IPAddrs: []string{"10.0.0.10/24"}}}
+			return t
+		}, "spec.template.spec.vsphere.network[0].ipAddrs", "the same ones"},
 		{"Linux machine with Azure Hybrid Benefit", func(ns string) client.Object {
 			m := windowsVSphereMachine(ns)
 			m.Spec.OS = infrav1.OSSpec{Type: infrav1.OSLinux}
@@ -310,6 +320,35 @@ func TestBadInputRejected(t *testing.T) {
 			expectRejected(t, env.Client.Create(t.Context(), tt.obj(ns), client.DryRunAll), tt.field, tt.want)
 		})
 	}
+}
+
+// TestAcceptedInput: things a user writes that must be admitted.
+func TestAcceptedInput(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+
+	// A vCenter with a CA-signed certificate and a port: no thumbprint needed.
+	c := vsphereCluster(ns)
+	c.Spec.VSphere.Server = "vcenter.example.com:8443"
+	c.Spec.VSphere.Thumbprint = ""
+	g.Expect(env.Client.Create(ctx, c, client.DryRunAll)).To(Succeed())
+
+	// An identity that stops allowing the namespace does not block updates
+	// (finalizers, labels) of a cluster that already uses it.
+	identity := &infrav1.HybridClusterIdentity{
+		ObjectMeta: metav1.ObjectMeta{Name: "open-" + ns},
+		Spec:       infrav1.HybridClusterIdentitySpec{SecretName: "creds", AllowedNamespaces: &infrav1.AllowedNamespaces{NamespaceList: []string{ns}}},
+	}
+	g.Expect(env.Client.Create(ctx, identity)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), identity) })
+	c = vsphereCluster(ns)
+	c.Spec.VSphere.IdentityRef = infrav1.IdentityReference{Kind: infrav1.ClusterIdentity, Name: identity.Name}
+	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
+	identity.Spec.AllowedNamespaces = &infrav1.AllowedNamespaces{NamespaceList: []string{"someone-else"}}
+	g.Expect(env.Client.Update(ctx, identity)).To(Succeed())
+	c.Labels = map[string]string{"touched": "yes"}
+	g.Expect(env.Client.Update(ctx, c)).To(Succeed())
 }
 
 func TestImmutableFields(t *testing.T) {

@@ -2,7 +2,8 @@ package v1alpha1
 
 // VSphereClusterSpec is the vCenter a HybridCluster's machines are created in.
 type VSphereClusterSpec struct {
-	// server is the vCenter host name or IP address (no scheme, no path).
+	// server is the vCenter host name or IP address, with an optional port
+	// (no scheme, no path).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
@@ -15,8 +16,8 @@ type VSphereClusterSpec struct {
 	Datacenter string `json:"datacenter,omitempty"`
 
 	// thumbprint is the SHA-1 or SHA-256 fingerprint of the vCenter's TLS
-	// certificate, as colon-separated hex. Either thumbprint or insecure is
-	// required: capwin never trusts a vCenter certificate silently.
+	// certificate, as colon-separated hex. Without it (and without insecure)
+	// the certificate must be signed by a CA the system trusts.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
