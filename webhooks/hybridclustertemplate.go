@@ -2,14 +2,10 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	"sigs.k8s.io/cluster-api/util/topology"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 )
@@ -37,15 +33,7 @@ func (w *HybridClusterTemplate) ValidateCreate(_ context.Context, t *infrav1.Hyb
 // ValidateUpdate keeps spec.template.spec immutable, except in the
 // server-side-apply dry runs of Cluster API's topology controller.
 func (w *HybridClusterTemplate) ValidateUpdate(ctx context.Context, oldT, newT *infrav1.HybridClusterTemplate) (admission.Warnings, error) {
-	req, err := admission.RequestFromContext(ctx)
-	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected an admission request in the context: %v", err))
-	}
-	errs := validateHybridClusterTemplate(newT)
-	if !topology.IsDryRunRequest(req, newT) {
-		errs = append(errs, templateImmutable(oldT.Spec.Template.Spec, newT.Spec.Template.Spec, "HybridClusterTemplate")...)
-	}
-	return nil, invalid(newT, errs)
+	return nil, validateTemplateUpdate(ctx, newT, validateHybridClusterTemplate(newT), oldT.Spec.Template.Spec, newT.Spec.Template.Spec)
 }
 
 // ValidateDelete allows every deletion.

@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"sigs.k8s.io/cluster-api/util/topology"
@@ -48,15 +49,7 @@ func (w *HybridMachineTemplate) ValidateCreate(_ context.Context, t *infrav1.Hyb
 // ValidateUpdate keeps spec.template.spec immutable, except in the
 // server-side-apply dry runs of Cluster API's topology controller.
 func (w *HybridMachineTemplate) ValidateUpdate(ctx context.Context, oldT, newT *infrav1.HybridMachineTemplate) (admission.Warnings, error) {
-	req, err := admission.RequestFromContext(ctx)
-	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected an admission request in the context: %v", err))
-	}
-	errs := validateHybridMachineTemplate(newT)
-	if !topology.IsDryRunRequest(req, newT) {
-		errs = append(errs, templateImmutable(oldT.Spec.Template.Spec, newT.Spec.Template.Spec, "HybridMachineTemplate")...)
-	}
-	return nil, invalid(newT, errs)
+	return nil, validateTemplateUpdate(ctx, newT, validateHybridMachineTemplate(newT), oldT.Spec.Template.Spec, newT.Spec.Template.Spec)
 }
 
 // ValidateDelete allows every deletion.
@@ -70,11 +63,19 @@ func validateHybridMachineTemplate(t *infrav1.HybridMachineTemplate) field.Error
 	return append(errs, validateMachineSpec(&t.Spec.Template.Spec, tmpl.Child("spec"), true)...)
 }
 
-// templateImmutable forbids any change to a template's spec.
-func templateImmutable(oldSpec, newSpec any, kind string) field.ErrorList {
-	if errs := immutable(oldSpec, newSpec, field.NewPath("spec", "template", "spec")); len(errs) > 0 {
-		errs[0].Detail = fmt.Sprintf("a %s is immutable: create a new one and point the MachineDeployment, KubeadmControlPlane or ClusterClass at it to roll out the change", kind)
-		return errs
+// validateTemplateUpdate is the update check of every template kind: errs
+// from validating the new template, and spec.template.spec immutable except
+// in the server-side-apply dry runs of Cluster API's topology controller.
+func validateTemplateUpdate(ctx context.Context, newT client.Object, errs field.ErrorList, oldSpec, newSpec any) error {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("expected an admission request in the context: %v", err))
 	}
-	return nil
+	if !topology.IsDryRunRequest(req, newT) {
+		if imm := immutable(oldSpec, newSpec, field.NewPath("spec", "template", "spec")); len(imm) > 0 {
+			imm[0].Detail = fmt.Sprintf("a %s is immutable: create a new one and point the MachineDeployment, KubeadmControlPlane or ClusterClass at it to roll out the change", kindOf(newT).Kind)
+			errs = append(errs, imm...)
+		}
+	}
+	return invalid(newT, errs)
 }
