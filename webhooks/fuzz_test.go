@@ -84,12 +84,12 @@ func FuzzDefaultThenValidate(f *testing.F) {
 		case 5:
 			c := &bootstrapv1.WindowsKubeadmConfig{}
 			fill.Fill(c)
-			checkIdempotent(t, c, func(o *bootstrapv1.WindowsKubeadmConfig) { DefaultConfigSpec(&o.Spec) })
+			checkIdempotent(t, c, func(o *bootstrapv1.WindowsKubeadmConfig) { o.Spec.Default() })
 			_ = ValidateConfigSpec(&c.Spec, field.NewPath("spec"))
 		case 6:
 			c := &bootstrapv1.WindowsKubeadmConfigTemplate{}
 			fill.Fill(c)
-			checkIdempotent(t, c, func(o *bootstrapv1.WindowsKubeadmConfigTemplate) { DefaultConfigSpec(&o.Spec.Template.Spec) })
+			checkIdempotent(t, c, func(o *bootstrapv1.WindowsKubeadmConfigTemplate) { o.Spec.Template.Spec.Default() })
 			_ = validateConfigTemplate(c)
 		}
 	})

@@ -20,6 +20,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
+	"github.com/capwin/capwin/bootstrap/payload"
 )
 
 // MinReservedMemory is the least memory a Windows node sets aside for the
@@ -55,7 +56,7 @@ var (
 
 // Default fills in the runtime, network, kube-proxy and reservation defaults.
 func (w *WindowsKubeadmConfig) Default(_ context.Context, c *bootstrapv1.WindowsKubeadmConfig) error {
-	DefaultConfigSpec(&c.Spec)
+	c.Spec.Default()
 	return nil
 }
 
@@ -119,54 +120,6 @@ func (w *WindowsKubeadmConfig) cluster(ctx context.Context, c *bootstrapv1.Windo
 	return cluster, nil
 }
 
-// DefaultConfigSpec fills in what a WindowsKubeadmConfig spec leaves out. It
-// is idempotent, and shared by the template webhook and `capwin render`.
-func DefaultConfigSpec(s *bootstrapv1.WindowsKubeadmConfigSpec) {
-	if s.Containerd.Runtime == "" {
-		s.Containerd.Runtime = bootstrapv1.ContainerdRuntime
-	}
-	if s.Containerd.Isolation == "" {
-		s.Containerd.Isolation = bootstrapv1.ProcessIsolation
-	}
-	if s.Network.CNI == "" {
-		s.Network.CNI = bootstrapv1.Flannel
-	}
-	if s.Network.Mode == "" {
-		s.Network.Mode = bootstrapv1.Overlay
-	}
-	if s.Network.Mode == bootstrapv1.Overlay {
-		if s.Network.VXLAN.VNI == 0 {
-			s.Network.VXLAN.VNI = bootstrapv1.WindowsVXLANVNI
-		}
-		if s.Network.VXLAN.Port == 0 {
-			s.Network.VXLAN.Port = bootstrapv1.WindowsVXLANPort
-		}
-	}
-	if s.KubeProxy.Mode == "" {
-		s.KubeProxy.Mode = bootstrapv1.KernelspaceProxy
-	}
-	s.Kubelet.SystemReserved = withDefaults(s.Kubelet.SystemReserved, "1536Mi", "500m")
-	s.Kubelet.KubeReserved = withDefaults(s.Kubelet.KubeReserved, "512Mi", "500m")
-	for i := range s.Files {
-		if s.Files[i].Encoding == "" {
-			s.Files[i].Encoding = "plain"
-		}
-	}
-}
-
-func withDefaults(l corev1.ResourceList, memory, cpu string) corev1.ResourceList {
-	if l == nil {
-		l = corev1.ResourceList{}
-	}
-	if _, ok := l[corev1.ResourceMemory]; !ok {
-		l[corev1.ResourceMemory] = resource.MustParse(memory)
-	}
-	if _, ok := l[corev1.ResourceCPU]; !ok {
-		l[corev1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	return l
-}
-
 // kubeletArgsElsewhere are kubelet flags that have a field of their own, or
 // that Windows does not implement.
 var kubeletArgsElsewhere = map[string]string{
@@ -197,7 +150,41 @@ func ValidateConfigSpec(s *bootstrapv1.WindowsKubeadmConfigSpec, path *field.Pat
 	errs = append(errs, validateProxy(&s.Proxy, path.Child("proxy"))...)
 	errs = append(errs, validateFiles(s.Files, path.Child("files"))...)
 	errs = append(errs, validateNodeAgent(&s.NodeAgent, path.Child("nodeAgent"))...)
+	if len(errs) == 0 {
+		errs = append(errs, validatePayloadSize(s, path)...)
+	}
 	return errs
+}
+
+// validatePayloadSize renders the config with stand-ins of the same length
+// for what only the cluster knows (token, CA hash, node name) and refuses a
+// payload over the platforms' user-data limit, before any VM is made. Files
+// read from Secrets count as empty here; the reconciler checks again with
+// them.
+func validatePayloadSize(s *bootstrapv1.WindowsKubeadmConfigSpec, path *field.Path) field.ErrorList {
+	p, err := payload.Render(payload.Input{
+		Spec:              s,
+		NodeName:          "w23456789abcdef",
+		KubernetesVersion: "v1.36.3",
+		WindowsBuild:      "10.0.20348",
+		ControlPlaneHost:  "control-plane.cluster.example",
+		ControlPlanePort:  6443,
+		Token:             "000000.0000000000000000",
+		CACertHashes:      []string{"sha256:" + strings.Repeat("0", 64)},
+		PodCIDRs:          []string{"10.244.0.0/16"},
+		ServiceCIDRs:      []string{"10.96.0.0/12"},
+		FileContent:       func(bootstrapv1.SecretKeyReference) ([]byte, error) { return nil, nil },
+	})
+	if err != nil {
+		// What is wrong is reported by the other rules or by the reconciler.
+		return nil
+	}
+	if p.CheckSize() != nil {
+		return field.ErrorList{field.Invalid(path.Child("files"), fmt.Sprintf("%d bytes", len(p.Script)), fmt.Sprintf(
+			"the bootstrap payload would be about %d bytes, over the %d byte user-data limit of Azure and vSphere: shrink the files and commands, or fetch large files at boot",
+			len(p.Script), payload.MaxSize))}
+	}
+	return nil
 }
 
 func validateNodeRegistration(n *bootstrapv1.NodeRegistration, path *field.Path) field.ErrorList {

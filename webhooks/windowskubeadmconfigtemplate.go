@@ -32,7 +32,7 @@ var (
 
 // Default fills in the template's config spec as WindowsKubeadmConfig does.
 func (w *WindowsKubeadmConfigTemplate) Default(_ context.Context, t *bootstrapv1.WindowsKubeadmConfigTemplate) error {
-	DefaultConfigSpec(&t.Spec.Template.Spec)
+	t.Spec.Template.Spec.Default()
 	return nil
 }
 

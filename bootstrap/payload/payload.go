@@ -15,7 +15,6 @@ import (
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	"github.com/capwin/capwin/node-components/nodeconfig"
-	"github.com/capwin/capwin/webhooks"
 )
 
 // MaxSize is the platforms' user-data limit: Azure customData and a vSphere
@@ -123,7 +122,7 @@ func NodeConfig(in Input) (*nodeconfig.Config, error) {
 		return nil, errors.New("no WindowsKubeadmConfig spec")
 	}
 	s := in.Spec.DeepCopy()
-	webhooks.DefaultConfigSpec(s)
+	s.Default()
 
 	cfg := &nodeconfig.Config{
 		SchemaVersion:     nodeconfig.SchemaVersion,

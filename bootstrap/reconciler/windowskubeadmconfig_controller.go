@@ -335,7 +335,7 @@ func (r *Reconciler) inputError(config *bootstrapv1.WindowsKubeadmConfig, err er
 // Cluster's endpoint, network and CA, and the machine's name and build.
 func (r *Reconciler) payloadInput(ctx context.Context, config *bootstrapv1.WindowsKubeadmConfig, machine *clusterv1.Machine, cluster *clusterv1.Cluster) (payload.Input, error) {
 	spec := config.Spec.DeepCopy()
-	webhooks.DefaultConfigSpec(spec)
+	spec.Default()
 	if errs := webhooks.ValidateConfigForCluster(spec, cluster, field.NewPath("spec")); len(errs) > 0 {
 		return payload.Input{}, errs.ToAggregate()
 	}

@@ -68,7 +68,7 @@ func render(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	webhooks.DefaultConfigSpec(spec)
+	spec.Default()
 	if errs := webhooks.ValidateConfigSpec(spec, field.NewPath("spec")); len(errs) > 0 {
 		fmt.Fprintf(stderr, "capwin render: %s is invalid; admission would refuse it:\n", *file)
 		for _, e := range errs {
