@@ -488,3 +488,56 @@ func TestDeleteMidClone(t *testing.T) {
 	}, eventually).Should(Succeed())
 	g.Expect(v.vmsOf(t, ns, "m5")["m5"]).To(BeZero(), "the VM whose clone was in flight is deleted too")
 }
+
+// TestPausedClusterMakesNoVM: while the Cluster is paused, a machine gets the
+// Paused condition and no VM.
+func TestPausedClusterMakesNoVM(t *testing.T) {
+	g := NewWithT(t)
+	v := newVC(t)
+	startControllers(t, vsphere.NewSessions())
+	ns := cluster(t, v, nil)
+	markInfrastructureProvisioned(t, ns)
+	c := &clusterv1.Cluster{}
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, c)).To(Succeed())
+	c.Spec.Paused = ptr.To(true)
+	g.Expect(env.Client.Update(t.Context(), c)).To(Succeed())
+
+	machine(t, ns, "p1", "DC0_H0_VM0")
+	g.Eventually(func(g Gomega) {
+		g.Expect(conditions.IsTrue(getHM(g, ns, "p1"), clusterv1.PausedCondition)).To(BeTrue())
+	}, eventually).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(v.vmsOf(t, ns, "p1")["p1"]).To(BeZero())
+	}, 2*time.Second, 250*time.Millisecond).Should(Succeed())
+
+	// Unpaused, it goes on.
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, c)).To(Succeed())
+	c.Spec.Paused = nil
+	g.Expect(env.Client.Update(t.Context(), c)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getHM(g, ns, "p1").Status.Initialization.Provisioned).To(Equal(ptr.To(true)))
+	}, eventually).Should(Succeed())
+}
+
+// TestAzureClusterNotSupportedYet: an Azure HybridCluster is accepted and
+// says plainly that this build does not act on it.
+func TestAzureClusterNotSupportedYet(t *testing.T) {
+	g := NewWithT(t)
+	v := newVC(t)
+	startControllers(t, vsphere.NewSessions())
+	ns := cluster(t, v, func(hc *infrav1.HybridCluster, _ *corev1.Secret) {
+		hc.Spec.VSphere = nil
+		hc.Spec.Azure = &infrav1.AzureClusterSpec{
+			SubscriptionID: "00000000-1111-2222-3333-444444444444", Location: "westeurope", ResourceGroup: "rg",
+			Network: infrav1.AzureNetworkSpec{VNetName: "vnet", CIDRBlocks: []string{"10.1.0.0/16"}, Subnets: []infrav1.AzureSubnet{
+				{Name: "cp", Role: infrav1.SubnetControlPlane, CIDRBlock: "10.1.0.0/24"}, {Name: "n", Role: infrav1.SubnetNode, CIDRBlock: "10.1.1.0/24"}}},
+			IdentityRef: infrav1.IdentityReference{Kind: infrav1.SecretIdentity, Name: "vc-creds"},
+		}
+	})
+	g.Eventually(func(g Gomega) {
+		hc := &infrav1.HybridCluster{}
+		g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, hc)).To(Succeed())
+		g.Expect(condReason(g, hc, infrav1.HybridClusterPlatformAvailableCondition)).To(Equal(infrav1.HybridClusterPlatformNotSupportedReason))
+		g.Expect(hc.Status.Initialization.Provisioned).To(BeNil())
+	}, eventually).Should(Succeed())
+}
