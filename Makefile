@@ -34,7 +34,8 @@ help: ## Show this help
 generate: ## Generate deepcopy code, CRDs, RBAC and webhook manifests (controller-gen)
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook
+	$(CONTROLLER_GEN) webhook paths=./webhooks/manifests/infrastructure/... output:webhook:artifacts:config=config/webhook/infrastructure
+	$(CONTROLLER_GEN) webhook paths=./webhooks/manifests/bootstrap/... output:webhook:artifacts:config=config/webhook/bootstrap
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./bootstrap/... paths=./controllers/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: build

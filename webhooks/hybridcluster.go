@@ -35,8 +35,6 @@ func (w *HybridCluster) SetupWebhookWithManager(mgr ctrl.Manager) error {
 		Complete()
 }
 
-// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-hybridcluster,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=hybridclusters,versions=v1alpha1,name=validation.hybridcluster.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-
 var _ admission.Validator[*infrav1.HybridCluster] = &HybridCluster{}
 
 // ValidateCreate checks a new HybridCluster.

@@ -23,8 +23,6 @@ func (w *HybridClusterIdentity) SetupWebhookWithManager(mgr ctrl.Manager) error 
 		Complete()
 }
 
-// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-hybridclusteridentity,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=hybridclusteridentities,versions=v1alpha1,name=validation.hybridclusteridentity.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-
 var _ admission.Validator[*infrav1.HybridClusterIdentity] = &HybridClusterIdentity{}
 
 // ValidateCreate checks a new identity.

@@ -21,8 +21,6 @@ func (w *HybridClusterTemplate) SetupWebhookWithManager(mgr ctrl.Manager) error 
 		Complete()
 }
 
-// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-hybridclustertemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=hybridclustertemplates,versions=v1alpha1,name=validation.hybridclustertemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-
 var _ admission.Validator[*infrav1.HybridClusterTemplate] = &HybridClusterTemplate{}
 
 // ValidateCreate checks a new template.

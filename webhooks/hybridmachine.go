@@ -27,9 +27,6 @@ func (w *HybridMachine) SetupWebhookWithManager(mgr ctrl.Manager) error {
 		Complete()
 }
 
-// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-hybridmachine,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=hybridmachines,versions=v1alpha1,name=default.hybridmachine.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-hybridmachine,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=hybridmachines,versions=v1alpha1,name=validation.hybridmachine.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-
 var (
 	_ admission.Defaulter[*infrav1.HybridMachine] = &HybridMachine{}
 	_ admission.Validator[*infrav1.HybridMachine] = &HybridMachine{}

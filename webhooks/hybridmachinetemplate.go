@@ -27,9 +27,6 @@ func (w *HybridMachineTemplate) SetupWebhookWithManager(mgr ctrl.Manager) error 
 		Complete()
 }
 
-// +kubebuilder:webhook:verbs=create;update,path=/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-hybridmachinetemplate,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=hybridmachinetemplates,versions=v1alpha1,name=default.hybridmachinetemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-// +kubebuilder:webhook:verbs=create;update,path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-hybridmachinetemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=infrastructure.cluster.x-k8s.io,resources=hybridmachinetemplates,versions=v1alpha1,name=validation.hybridmachinetemplate.infrastructure.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-
 var (
 	_ admission.Defaulter[*infrav1.HybridMachineTemplate] = &HybridMachineTemplate{}
 	_ admission.Validator[*infrav1.HybridMachineTemplate] = &HybridMachineTemplate{}

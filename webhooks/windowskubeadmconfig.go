@@ -46,9 +46,6 @@ func (w *WindowsKubeadmConfig) SetupWebhookWithManager(mgr ctrl.Manager) error {
 		Complete()
 }
 
-// +kubebuilder:webhook:verbs=create;update,path=/mutate-bootstrap-cluster-x-k8s-io-v1alpha1-windowskubeadmconfig,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=bootstrap.cluster.x-k8s.io,resources=windowskubeadmconfigs,versions=v1alpha1,name=default.windowskubeadmconfig.bootstrap.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-// +kubebuilder:webhook:verbs=create;update,path=/validate-bootstrap-cluster-x-k8s-io-v1alpha1-windowskubeadmconfig,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=bootstrap.cluster.x-k8s.io,resources=windowskubeadmconfigs,versions=v1alpha1,name=validation.windowskubeadmconfig.bootstrap.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-
 var (
 	_ admission.Defaulter[*bootstrapv1.WindowsKubeadmConfig] = &WindowsKubeadmConfig{}
 	_ admission.Validator[*bootstrapv1.WindowsKubeadmConfig] = &WindowsKubeadmConfig{}

@@ -22,9 +22,6 @@ func (w *WindowsKubeadmConfigTemplate) SetupWebhookWithManager(mgr ctrl.Manager)
 		Complete()
 }
 
-// +kubebuilder:webhook:verbs=create;update,path=/mutate-bootstrap-cluster-x-k8s-io-v1alpha1-windowskubeadmconfigtemplate,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,groups=bootstrap.cluster.x-k8s.io,resources=windowskubeadmconfigtemplates,versions=v1alpha1,name=default.windowskubeadmconfigtemplate.bootstrap.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-// +kubebuilder:webhook:verbs=create;update,path=/validate-bootstrap-cluster-x-k8s-io-v1alpha1-windowskubeadmconfigtemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,groups=bootstrap.cluster.x-k8s.io,resources=windowskubeadmconfigtemplates,versions=v1alpha1,name=validation.windowskubeadmconfigtemplate.bootstrap.cluster.x-k8s.io,sideEffects=None,admissionReviewVersions=v1
-
 var (
 	_ admission.Defaulter[*bootstrapv1.WindowsKubeadmConfigTemplate] = &WindowsKubeadmConfigTemplate{}
 	_ admission.Validator[*bootstrapv1.WindowsKubeadmConfigTemplate] = &WindowsKubeadmConfigTemplate{}

@@ -1,9 +1,11 @@
 package envtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,9 +14,12 @@ import (
 	"strings"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
 
 	"github.com/capwin/capwin/internal/scheme"
 )
@@ -73,9 +79,11 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		env.CRDDirectoryPaths = dirs
 	}
 	if opts.Webhooks {
-		env.WebhookInstallOptions = envtest.WebhookInstallOptions{
-			Paths: []string{filepath.Join(RepoRoot(), "config", "webhook")},
+		w, err := webhookConfigurations()
+		if err != nil {
+			return nil, err
 		}
+		env.WebhookInstallOptions = w
 	}
 	// kube-apiserver takes longer than envtest's default 20 s to come up on a
 	// loaded 2-core machine.
@@ -163,6 +171,51 @@ func (e *Environment) CreateNamespace(ctx context.Context, prefix string) (*core
 		return nil, fmt.Errorf("creating namespace %s-*: %w", prefix, err)
 	}
 	return ns, nil
+}
+
+// webhookConfigurations reads both providers' webhook configurations
+// (config/webhook/<provider>). Each provider's are named alike, as the
+// release manifests prefix them, so they are renamed here to coexist.
+func webhookConfigurations() (envtest.WebhookInstallOptions, error) {
+	var opts envtest.WebhookInstallOptions
+	for _, provider := range []string{"infrastructure", "bootstrap"} {
+		path := filepath.Join(RepoRoot(), "config", "webhook", provider, "manifests.yaml")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return opts, err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var head metav1.TypeMeta
+			var raw kruntime.RawExtension
+			if err := dec.Decode(&raw); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return opts, fmt.Errorf("%s: %w", path, err)
+			}
+			if err := yaml.Unmarshal(raw.Raw, &head); err != nil {
+				return opts, fmt.Errorf("%s: %w", path, err)
+			}
+			switch head.Kind {
+			case "MutatingWebhookConfiguration":
+				c := &admissionv1.MutatingWebhookConfiguration{}
+				if err := yaml.Unmarshal(raw.Raw, c); err != nil {
+					return opts, fmt.Errorf("%s: %w", path, err)
+				}
+				c.Name = provider + "-" + c.Name
+				opts.MutatingWebhooks = append(opts.MutatingWebhooks, c)
+			case "ValidatingWebhookConfiguration":
+				c := &admissionv1.ValidatingWebhookConfiguration{}
+				if err := yaml.Unmarshal(raw.Raw, c); err != nil {
+					return opts, fmt.Errorf("%s: %w", path, err)
+				}
+				c.Name = provider + "-" + c.Name
+				opts.ValidatingWebhooks = append(opts.ValidatingWebhooks, c)
+			}
+		}
+	}
+	return opts, nil
 }
 
 // RepoRoot is the root of the capwin source tree.

@@ -69,3 +69,42 @@ func readYAML(t *testing.T, path string, into any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
+
+// TestWebhooksSplitByProvider: each provider's webhook configuration names
+// only its own API group, so installing one provider never routes the other's
+// objects to a server that does not serve them.
+func TestWebhooksSplitByProvider(t *testing.T) {
+	root := envtest.RepoRoot()
+	for provider, group := range map[string]string{"infrastructure": "infrastructure.cluster.x-k8s.io", "bootstrap": "bootstrap.cluster.x-k8s.io"} {
+		data, err := os.ReadFile(filepath.Join(root, "config", "webhook", provider, "manifests.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, doc := range strings.Split(string(data), "\n---\n") {
+			var cfg struct {
+				Kind     string `json:"kind"`
+				Webhooks []struct {
+					Name  string `json:"name"`
+					Rules []struct {
+						APIGroups []string `json:"apiGroups"`
+					} `json:"rules"`
+				} `json:"webhooks"`
+			}
+			if err := yaml.Unmarshal([]byte(doc), &cfg); err != nil {
+				t.Fatalf("%s: %v", provider, err)
+			}
+			for _, w := range cfg.Webhooks {
+				n++
+				for _, r := range w.Rules {
+					if !slices.Equal(r.APIGroups, []string{group}) {
+						t.Errorf("%s webhook %s matches groups %v, want only %s", provider, w.Name, r.APIGroups, group)
+					}
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s has no webhooks", provider)
+		}
+	}
+}
