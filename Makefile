@@ -33,10 +33,12 @@ help: ## Show this help
 .PHONY: generate
 generate: ## Generate deepcopy code, CRDs, RBAC and webhook manifests (controller-gen)
 	$(CONTROLLER_GEN) object paths=./api/...
-	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/infrastructure/... output:crd:artifacts:config=config/crd/infrastructure/bases
+	$(CONTROLLER_GEN) crd paths=./api/bootstrap/... output:crd:artifacts:config=config/crd/bootstrap/bases
 	$(CONTROLLER_GEN) webhook paths=./webhooks/manifests/infrastructure/... output:webhook:artifacts:config=config/webhook/infrastructure
 	$(CONTROLLER_GEN) webhook paths=./webhooks/manifests/bootstrap/... output:webhook:artifacts:config=config/webhook/bootstrap
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./bootstrap/... paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac/infrastructure
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./bootstrap/... output:rbac:artifacts:config=config/rbac/bootstrap
 
 .PHONY: build
 build: ## Build capwin-manager and capwin into bin/, and capwin-node.exe for Windows
@@ -48,6 +50,15 @@ build: ## Build capwin-manager and capwin into bin/, and capwin-node.exe for Win
 dev: ## Run the whole flow on simulators (arrives with the make-dev issue; fails until then)
 	@echo "make dev is not implemented yet: the simulated environment (vcsim, guest simulator, workload envtest) is still to be built." >&2
 	@exit 1
+
+RELEASE_DIR ?= out
+
+.PHONY: release-manifests
+release-manifests: ## Write infrastructure-components.yaml, bootstrap-components.yaml and metadata.yaml into out/
+	mkdir -p $(RELEASE_DIR)
+	$(KUSTOMIZE) build config/infrastructure > $(RELEASE_DIR)/infrastructure-components.yaml
+	$(KUSTOMIZE) build config/bootstrap > $(RELEASE_DIR)/bootstrap-components.yaml
+	cp metadata.yaml $(RELEASE_DIR)/metadata.yaml
 
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver and etcd for envtest into ~/.cache/capwin and print the directory

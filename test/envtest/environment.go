@@ -3,6 +3,7 @@ package envtest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +45,9 @@ type Options struct {
 
 	// WithoutCRDs starts a bare API server, as a workload cluster has.
 	WithoutCRDs bool
+
+	// ExtraCRDDirectories are installed too (cert-manager's, say).
+	ExtraCRDDirectories []string
 }
 
 // Environment is a running kube-apiserver and etcd with the CRDs installed.
@@ -76,6 +80,7 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		if err != nil {
 			return nil, err
 		}
+		dirs = append(dirs, opts.ExtraCRDDirectories...)
 		env.CRDDirectoryPaths = dirs
 	}
 	if opts.Webhooks {
@@ -249,11 +254,32 @@ func CRDDirectories(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return []string{
-		filepath.Join(RepoRoot(), "config", "crd", "bases"),
+		filepath.Join(RepoRoot(), "config", "crd", "infrastructure", "bases"),
+		filepath.Join(RepoRoot(), "config", "crd", "bootstrap", "bases"),
 		filepath.Join(capi, "core", "config", "crd", "bases"),
 		filepath.Join(capi, "bootstrap", "kubeadm", "config", "crd", "bases"),
 		filepath.Join(capi, "controlplane", "kubeadm", "config", "crd", "bases"),
 	}, nil
+}
+
+// ModuleDir returns the module cache directory of module at version,
+// downloading it through the module proxy if needed; for modules capwin reads
+// files of without importing them (cert-manager's CRDs).
+func ModuleDir(ctx context.Context, module, version string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		return "", fmt.Errorf("downloading %s@%s: %w", module, version, err)
+	}
+	var info struct{ Dir string }
+	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
+		return "", fmt.Errorf("downloading %s@%s: no directory in %q", module, version, out)
+	}
+	return info.Dir, nil
 }
 
 // moduleDir returns the module cache directory of a dependency of capwin.

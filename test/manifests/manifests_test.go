@@ -21,15 +21,22 @@ import (
 // only capwin reads).
 func TestCAPIAggregatedRoleCoversEveryKind(t *testing.T) {
 	root := envtest.RepoRoot()
-	role := &rbacv1.ClusterRole{}
-	readYAML(t, filepath.Join(root, "config", "rbac", "aggregated_role.yaml"), role)
-	if role.Labels["cluster.x-k8s.io/aggregate-to-manager"] != "true" {
-		t.Fatal("the role lacks the cluster.x-k8s.io/aggregate-to-manager label Cluster API aggregates on")
+	for _, provider := range []string{"infrastructure", "bootstrap"} {
+		role := &rbacv1.ClusterRole{}
+		readYAML(t, filepath.Join(root, "config", "rbac", provider, "aggregated_role.yaml"), role)
+		if role.Labels["cluster.x-k8s.io/aggregate-to-manager"] != "true" {
+			t.Fatalf("the %s role lacks the cluster.x-k8s.io/aggregate-to-manager label Cluster API aggregates on", provider)
+		}
+		crds, err := filepath.Glob(filepath.Join(root, "config", "crd", provider, "bases", "*.yaml"))
+		if err != nil || len(crds) == 0 {
+			t.Fatalf("no %s CRDs found: %v", provider, err)
+		}
+		checkCRDs(t, role, crds)
 	}
-	crds, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
-	if err != nil || len(crds) == 0 {
-		t.Fatalf("no CRDs found: %v", err)
-	}
+}
+
+func checkCRDs(t *testing.T, role *rbacv1.ClusterRole, crds []string) {
+	t.Helper()
 	for _, f := range crds {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		readYAML(t, f, crd)

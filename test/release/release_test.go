@@ -1,0 +1,101 @@
+// Package release_test builds the providers' components as `make
+// release-manifests` does and applies every object, server-side and dry run,
+// to a real API server with Cluster API's, capwin's and cert-manager's CRDs.
+package release_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwin/capwin/test/envtest"
+)
+
+// certManagerVersion is the cert-manager whose CRDs the components' Issuer
+// and Certificate are checked against.
+const certManagerVersion = "v1.21.2"
+
+var env *envtest.Environment
+
+func TestMain(m *testing.M) {
+	dir, err := envtest.ModuleDir(context.Background(), "github.com/cert-manager/cert-manager", certManagerVersion)
+	if err != nil {
+		println(err.Error())
+		os.Exit(1)
+	}
+	os.Exit(envtest.Run(m, &env, envtest.Options{ExtraCRDDirectories: []string{filepath.Join(dir, "deploy", "crds")}}, nil))
+}
+
+func TestComponentsApply(t *testing.T) {
+	for provider, want := range map[string]map[string]int{
+		"infrastructure": {"CustomResourceDefinition": 5, "Deployment": 1, "MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1, "Certificate": 1},
+		"bootstrap":      {"CustomResourceDefinition": 2, "Deployment": 1, "MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1, "Certificate": 1},
+	} {
+		t.Run(provider, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := t.Context()
+			objs := build(t, provider)
+			kinds := map[string]int{}
+			// Namespaces first, for real: the rest is applied into them.
+			for _, o := range objs {
+				kinds[o.GetKind()]++
+				if o.GetKind() == "Namespace" {
+					ns := &corev1.Namespace{}
+					ns.Name = o.GetName()
+					g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, ns))).To(Succeed())
+				}
+			}
+			for _, o := range objs {
+				if o.GetKind() == "Namespace" {
+					continue
+				}
+				// A label every object of a provider's components carries.
+				g.Expect(o.GetLabels()).To(HaveKeyWithValue("cluster.x-k8s.io/provider", provider+"-capwin"), "%s %s", o.GetKind(), o.GetName())
+				err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.DryRunAll, client.ForceOwnership, client.FieldOwner("release-test"))
+				g.Expect(err).NotTo(HaveOccurred(), "%s %s", o.GetKind(), o.GetName())
+			}
+			for kind, n := range want {
+				g.Expect(kinds[kind]).To(Equal(n), "%s objects", kind)
+			}
+		})
+	}
+}
+
+// build runs kustomize on config/<provider> as make release-manifests does.
+func build(t *testing.T, provider string) []*unstructured.Unstructured {
+	t.Helper()
+	root := envtest.RepoRoot()
+	cmd := exec.CommandContext(t.Context(), "go", "tool", "-modfile="+filepath.Join(root, "hack", "tools", "go.mod"),
+		"kustomize", "build", filepath.Join(root, "config", provider))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kustomize build config/%s: %v\n%s", provider, err, stderr.String())
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		o := &unstructured.Unstructured{}
+		if err := dec.Decode(&o.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs
+			}
+			t.Fatal(err)
+		}
+		if len(o.Object) > 0 {
+			objs = append(objs, o)
+		}
+	}
+}
