@@ -17,9 +17,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwin/capwin/test/envtest"
+	"github.com/capwin/capwin/webhooks"
 )
 
 // certManagerVersion is the cert-manager whose CRDs the components' Issuer
@@ -34,7 +36,10 @@ func TestMain(m *testing.M) {
 		println(err.Error())
 		os.Exit(1)
 	}
-	os.Exit(envtest.Run(m, &env, envtest.Options{ExtraCRDDirectories: []string{filepath.Join(dir, "deploy", "crds")}}, nil))
+	os.Exit(envtest.Run(m, &env, envtest.Options{Webhooks: true, ExtraCRDDirectories: []string{filepath.Join(dir, "deploy", "crds")}},
+		func(mgr ctrl.Manager) error {
+			return errors.Join(webhooks.SetupInfrastructure(mgr), webhooks.SetupBootstrap(mgr))
+		}))
 }
 
 func TestComponentsApply(t *testing.T) {
@@ -75,6 +80,11 @@ func TestComponentsApply(t *testing.T) {
 // build runs kustomize on config/<provider> as make release-manifests does.
 func build(t *testing.T, provider string) []*unstructured.Unstructured {
 	t.Helper()
+	return decode(t, kustomize(t, provider))
+}
+
+func kustomize(t *testing.T, provider string) []byte {
+	t.Helper()
 	root := envtest.RepoRoot()
 	cmd := exec.CommandContext(t.Context(), "go", "tool", "-modfile="+filepath.Join(root, "hack", "tools", "go.mod"),
 		"kustomize", "build", filepath.Join(root, "config", provider))
@@ -84,8 +94,13 @@ func build(t *testing.T, provider string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatalf("kustomize build config/%s: %v\n%s", provider, err, stderr.String())
 	}
+	return out
+}
+
+func decode(t *testing.T, data []byte) []*unstructured.Unstructured {
+	t.Helper()
 	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
 		o := &unstructured.Unstructured{}
 		if err := dec.Decode(&o.Object); err != nil {

@@ -1,0 +1,112 @@
+package release_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwin/capwin/test/envtest"
+)
+
+// flavorVariables are the values a user gives clusterctl for every flavor.
+var flavorVariables = map[string]string{
+	"CONTROL_PLANE_ENDPOINT_IP":    "10.0.0.100",
+	"VSPHERE_SERVER":               "vcenter.example.com",
+	"VSPHERE_DATACENTER":           "dc0",
+	"VSPHERE_TLS_THUMBPRINT":       "A1:B2:C3:D4:E5:F6:07:18:29:3A:4B:5C:6D:7E:8F:90:A1:B2:C3:D4",
+	"VSPHERE_USERNAME":             "capwin@vsphere.local",
+	"VSPHERE_PASSWORD":             "secret",
+	"VSPHERE_FOLDER":               "/dc0/vm/capwin",
+	"VSPHERE_RESOURCE_POOL":        "/dc0/host/cluster0/Resources",
+	"VSPHERE_DATASTORE":            "datastore1",
+	"VSPHERE_NETWORK":              "VM Network",
+	"VSPHERE_LINUX_TEMPLATE":       "ubuntu-2404-kube-v1.36.3",
+	"VSPHERE_WINDOWS_TEMPLATE":     "windows-2022-kube-v1.36.3",
+	"WINDOWS_WORKER_MACHINE_COUNT": "2",
+	"VSPHERE_SSH_AUTHORIZED_KEY":   "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyOnlyForTests capwin@example",
+}
+
+// TestGenerateClusterFlavors runs the pinned clusterctl against a local
+// repository laid out as clusterctl's overrides are, for every flavor in
+// templates/, and applies what it generates, server-side and dry run,
+// through capwin's webhooks.
+func TestGenerateClusterFlavors(t *testing.T) {
+	g := NewWithT(t)
+	root := envtest.RepoRoot()
+	repo := t.TempDir()
+	version := filepath.Join(repo, "infrastructure-capwin", "v0.1.0")
+	g.Expect(os.MkdirAll(version, 0o755)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(version, "infrastructure-components.yaml"), kustomize(t, "infrastructure"), 0o644)).To(Succeed())
+	copyFile(t, filepath.Join(root, "metadata.yaml"), filepath.Join(version, "metadata.yaml"))
+	flavors, err := filepath.Glob(filepath.Join(root, "templates", "cluster-template-*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(flavors).NotTo(BeEmpty())
+	for _, f := range flavors {
+		copyFile(t, f, filepath.Join(version, filepath.Base(f)))
+	}
+	config := filepath.Join(repo, "clusterctl.yaml")
+	g.Expect(os.WriteFile(config, []byte("providers:\n  - name: capwin\n    type: InfrastructureProvider\n    url: "+
+		filepath.Join(version, "infrastructure-components.yaml")+"\n"), 0o644)).To(Succeed())
+
+	for _, f := range flavors {
+		flavor := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "cluster-template-"), ".yaml")
+		t.Run(flavor, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := t.Context()
+			ns, err := env.CreateNamespace(ctx, "flavor")
+			g.Expect(err).NotTo(HaveOccurred())
+
+			vars := clusterctl(t, repo, config, "generate", "cluster", "win1", "--infrastructure", "capwin:v0.1.0",
+				"--flavor", flavor, "--target-namespace", ns.Name, "--list-variables")
+			for name := range flavorVariables {
+				if name != "WINDOWS_WORKER_MACHINE_COUNT" {
+					g.Expect(string(vars)).To(ContainSubstring(name), "--list-variables names %s", name)
+				}
+			}
+			out := clusterctl(t, repo, config, "generate", "cluster", "win1", "--infrastructure", "capwin:v0.1.0",
+				"--flavor", flavor, "--target-namespace", ns.Name, "--kubernetes-version", "v1.36.3",
+				"--control-plane-machine-count", "1", "--worker-machine-count", "1")
+			objs := decode(t, out)
+			g.Expect(objs).NotTo(BeEmpty())
+			for _, o := range objs {
+				err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.DryRunAll, client.ForceOwnership, client.FieldOwner("flavor-test"))
+				g.Expect(err).NotTo(HaveOccurred(), "%s %s", o.GetKind(), o.GetName())
+			}
+		})
+	}
+}
+
+func clusterctl(t *testing.T, repo, config string, args ...string) []byte {
+	t.Helper()
+	root := envtest.RepoRoot()
+	cmd := exec.CommandContext(t.Context(), "go", append([]string{"tool", "-modfile=" + filepath.Join(root, "hack", "tools", "go.mod"), "clusterctl"},
+		append(args, "--config", config)...)...)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(repo, "xdg"), "CLUSTERCTL_DISABLE_VERSIONCHECK=true")
+	for k, v := range flavorVariables {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("clusterctl %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
