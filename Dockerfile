@@ -13,6 +13,6 @@ RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags "-s -w" -o /out/capwin-manager ./cmd/capwin-manager
 
 FROM gcr.io/distroless/static:nonroot
-COPY --from=build /out/capwin-manager /capwin-manager
+COPY --from=build /out/capwin-manager /manager
 USER 65532:65532
-ENTRYPOINT ["/capwin-manager"]
+ENTRYPOINT ["/manager"]

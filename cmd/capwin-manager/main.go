@@ -73,6 +73,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.concurrency, "concurrency", 10, "reconciles run at once per kind")
 	fs.DurationVar(&o.tokenTTL, "bootstrap-token-ttl", reconciler.DefaultTokenTTL, "lifetime of a bootstrap token between refreshes")
 	fs.DurationVar(&o.syncPeriod, "sync-period", 10*time.Minute, "how often every object is reconciled again")
+	klog.InitFlags(fs) // --v and the other logging flags
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

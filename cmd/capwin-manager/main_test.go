@@ -29,6 +29,8 @@ func TestParseFlags(t *testing.T) {
 	o, err = parseFlags([]string{"--providers=bootstrap"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(o.providers).To(Equal([]string{providerBootstrap}))
+	_, err = parseFlags([]string{"--v=2"})
+	g.Expect(err).NotTo(HaveOccurred(), "the logging flags Tilt and users pass are known")
 	_, err = parseFlags([]string{"--providers=control-plane"})
 	g.Expect(err).To(MatchError(ContainSubstring(`"control-plane" is not infrastructure or bootstrap`)))
 }

@@ -115,3 +115,62 @@ func TestWebhooksSplitByProvider(t *testing.T) {
 		}
 	}
 }
+
+// TestTiltFiles: tilt-provider.yaml and tilt-settings.json parse, and every
+// path they name exists.
+func TestTiltFiles(t *testing.T) {
+	root := envtest.RepoRoot()
+	var providers []struct {
+		Name   string `json:"name"`
+		Config struct {
+			Image           string   `json:"image"`
+			Label           string   `json:"label"`
+			GoMain          string   `json:"go_main"`
+			KustomizeFolder string   `json:"kustomize_folder"`
+			LiveReloadDeps  []string `json:"live_reload_deps"`
+		} `json:"config"`
+	}
+	readYAML(t, filepath.Join(root, "tilt-provider.yaml"), &providers)
+	if len(providers) != 2 {
+		t.Fatalf("tilt-provider.yaml describes %d providers, want infrastructure and bootstrap", len(providers))
+	}
+	manager, err := os.ReadFile(filepath.Join(root, "config", "manager", "manager.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exists := func(what, path string) {
+		if _, err := os.Stat(filepath.Join(root, path)); err != nil {
+			t.Errorf("%s %s: %v", what, path, err)
+		}
+	}
+	var names []string
+	for _, p := range providers {
+		names = append(names, p.Name)
+		c := p.Config
+		if c.Label == "" || c.Image == "" {
+			t.Errorf("provider %s needs a label and an image", p.Name)
+		}
+		if !strings.Contains(string(manager), "image: "+c.Image) {
+			t.Errorf("provider %s builds image %s, which config/manager/manager.yaml does not use", p.Name, c.Image)
+		}
+		exists("go_main", c.GoMain)
+		exists("kustomize_folder", filepath.Join(c.KustomizeFolder, "kustomization.yaml"))
+		for _, d := range c.LiveReloadDeps {
+			exists("live_reload_deps entry", d)
+		}
+	}
+	var settings struct {
+		ProviderRepos   []string            `json:"provider_repos"`
+		EnableProviders []string            `json:"enable_providers"`
+		ExtraArgs       map[string][]string `json:"extra_args"`
+	}
+	readYAML(t, filepath.Join(root, "tilt-settings.json"), &settings)
+	for _, n := range names {
+		if !slices.Contains(settings.EnableProviders, n) {
+			t.Errorf("tilt-settings.json does not enable %s", n)
+		}
+	}
+	if len(settings.ProviderRepos) == 0 {
+		t.Error("tilt-settings.json names no provider repository")
+	}
+}
