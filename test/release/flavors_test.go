@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -13,6 +14,8 @@ import (
 
 	"github.com/capwin/capwin/test/envtest"
 )
+
+var variableRef = regexp.MustCompile(`\$\{([A-Z0-9_]+)`)
 
 // flavorVariables are the values a user gives clusterctl for every flavor.
 var flavorVariables = map[string]string{
@@ -47,7 +50,9 @@ func TestGenerateClusterFlavors(t *testing.T) {
 	flavors, err := filepath.Glob(filepath.Join(root, "templates", "cluster-template-*.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(flavors).NotTo(BeEmpty())
-	for _, f := range flavors {
+	classes, err := filepath.Glob(filepath.Join(root, "templates", "clusterclass-*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range append(append([]string{}, flavors...), classes...) {
 		copyFile(t, f, filepath.Join(version, filepath.Base(f)))
 	}
 	config := filepath.Join(repo, "clusterctl.yaml")
@@ -64,9 +69,13 @@ func TestGenerateClusterFlavors(t *testing.T) {
 
 			vars := clusterctl(t, repo, config, "generate", "cluster", "win1", "--infrastructure", "capwin:v0.1.0",
 				"--flavor", flavor, "--target-namespace", ns.Name, "--list-variables")
-			for name := range flavorVariables {
-				if name != "WINDOWS_WORKER_MACHINE_COUNT" {
-					g.Expect(string(vars)).To(ContainSubstring(name), "--list-variables names %s", name)
+			// Every variable the flavor uses is listed, but those clusterctl
+			// fills in itself.
+			data, err := os.ReadFile(f)
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, m := range variableRef.FindAllStringSubmatch(string(data), -1) {
+				if name := m[1]; name != "CLUSTER_NAME" && name != "NAMESPACE" {
+					g.Expect(string(vars)).To(ContainSubstring("- "+name), "--list-variables names %s", name)
 				}
 			}
 			out := clusterctl(t, repo, config, "generate", "cluster", "win1", "--infrastructure", "capwin:v0.1.0",
