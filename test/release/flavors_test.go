@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwin/capwin/test/envtest"
@@ -83,9 +85,40 @@ func TestGenerateClusterFlavors(t *testing.T) {
 				"--control-plane-machine-count", "1", "--worker-machine-count", "1")
 			objs := decode(t, out)
 			g.Expect(objs).NotTo(BeEmpty())
+			var addons []*unstructured.Unstructured
 			for _, o := range objs {
 				err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.DryRunAll, client.ForceOwnership, client.FieldOwner("flavor-test"))
 				g.Expect(err).NotTo(HaveOccurred(), "%s %s", o.GetKind(), o.GetName())
+				if o.GetKind() == "ConfigMap" {
+					data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+					for _, doc := range data {
+						addons = append(addons, decode(t, []byte(doc))...)
+					}
+				}
+			}
+			// The add-ons ClusterResourceSets put into the workload cluster
+			// are checked against the same API server.
+			g.Expect(addons).NotTo(BeEmpty())
+			for _, o := range addons {
+				switch {
+				case o.GetKind() == "ConfigMap" && o.GetName() == "kube-flannel-cfg":
+					conf, _, _ := unstructured.NestedString(o.Object, "data", "net-conf.json")
+					g.Expect(conf).To(And(ContainSubstring(`"VNI": 4096`), ContainSubstring(`"Port": 4789`), ContainSubstring("10.244.0.0/16")),
+						"flannel's VXLAN must be what Windows accepts")
+				case o.GetKind() == "DaemonSet":
+					sel, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "spec", "nodeSelector")
+					g.Expect(sel).To(HaveKeyWithValue("kubernetes.io/os", "linux"), "Linux-only add-on %s is pinned to Linux nodes", o.GetName())
+				}
+			}
+			for _, o := range addons {
+				if o.GetKind() == "Namespace" {
+					ns := &corev1.Namespace{}
+					ns.Name = o.GetName()
+					g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, ns))).To(Succeed())
+					continue
+				}
+				err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.DryRunAll, client.ForceOwnership, client.FieldOwner("flavor-test"))
+				g.Expect(err).NotTo(HaveOccurred(), "add-on %s %s", o.GetKind(), o.GetName())
 			}
 		})
 	}
