@@ -1,8 +1,14 @@
 package envtest
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 )
@@ -46,4 +52,23 @@ func Run(m *testing.M, env **Environment, opts Options, setup func(ctrl.Manager)
 		}
 	}
 	return m.Run()
+}
+
+// DecodeObjects splits a multi-document YAML (or JSON) stream into objects,
+// skipping empty documents.
+func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		o := &unstructured.Unstructured{}
+		if err := dec.Decode(&o.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, err
+		}
+		if len(o.Object) > 0 {
+			objs = append(objs, o)
+		}
+	}
 }
