@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/capwin/capwin/node-components/nodeconfig"
 )
 
 // validateCIDR checks that value is a CIDR such as 10.0.0.0/16.
@@ -56,17 +58,19 @@ func validateHostPort(value string, path *field.Path) *field.Error {
 }
 
 // validateURL checks that value is an absolute URL with one of the schemes.
+// A proxy's password or a download's signed query never appears in the
+// error, which the API server may log.
 func validateURL(value string, path *field.Path, schemes ...string) *field.Error {
 	u, err := url.Parse(value)
 	if err != nil || u.Host == "" {
-		return field.Invalid(path, value, fmt.Sprintf("must be an absolute URL (%s)", strings.Join(schemes, " or ")))
+		return field.Invalid(path, nodeconfig.RedactURL(value), fmt.Sprintf("must be an absolute URL (%s)", strings.Join(schemes, " or ")))
 	}
 	for _, s := range schemes {
 		if u.Scheme == s {
 			return nil
 		}
 	}
-	return field.Invalid(path, value, fmt.Sprintf("the URL scheme must be %s", strings.Join(schemes, " or ")))
+	return field.Invalid(path, nodeconfig.RedactURL(value), fmt.Sprintf("the URL scheme must be %s", strings.Join(schemes, " or ")))
 }
 
 var (

@@ -141,7 +141,7 @@ func (cfg *Config) Validate() error {
 	for i, m := range cfg.Containerd.RegistryMirrors {
 		for j, e := range m.Endpoints {
 			if u, err := url.Parse(e); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-				c.add(fmt.Sprintf("containerd.registryMirrors[%d].endpoints[%d]", i, j), "%q must be an http(s) URL", e)
+				c.add(fmt.Sprintf("containerd.registryMirrors[%d].endpoints[%d]", i, j), "%q must be an http(s) URL", RedactURL(e))
 			}
 		}
 	}
@@ -153,7 +153,7 @@ func (cfg *Config) Validate() error {
 				continue
 			}
 			if u, err := url.Parse(v); err != nil || u.Host == "" {
-				c.add(field, "%q must be a URL", v)
+				c.add(field, "%q must be a URL", RedactURL(v))
 			}
 		}
 	}
@@ -173,7 +173,7 @@ func (cfg *Config) Validate() error {
 	}
 	if a := cfg.Agent; a != nil {
 		if u, err := url.Parse(a.URL); err != nil || u.Scheme != "https" || u.Host == "" {
-			c.add("agent.url", "%q must be an https URL", a.URL)
+			c.add("agent.url", "%q must be an https URL", RedactURL(a.URL))
 		}
 		if !sha256Pattern.MatchString(a.SHA256) {
 			c.add("agent.sha256", "must be the 64 hex digits of a SHA-256")

@@ -82,3 +82,18 @@ func TestDecodeIsStrict(t *testing.T) {
 		t.Fatal("data after the object must be refused")
 	}
 }
+
+func TestSecretsNotEchoed(t *testing.T) {
+	c := validConfig(t)
+	c.Proxy = &Proxy{HTTPProxy: "proxy.example.com:3128?user=alice&password=hunter2"}
+	c.Agent = &Agent{URL: "http://alice:hunter2@store.example.com/capwin-node.exe?sig=SECRETSIG", SHA256: strings.Repeat("a", 64)}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("want errors for the proxy and the agent URL")
+	}
+	for _, secret := range []string{"hunter2", "SECRETSIG"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the error echoes %q: %v", secret, err)
+		}
+	}
+}

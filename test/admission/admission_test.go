@@ -354,6 +354,23 @@ func TestAcceptedInput(t *testing.T) {
 	g.Expect(env.Client.Update(ctx, c)).To(Succeed())
 }
 
+// TestSecretsNotEchoed: a refused proxy URL's password or a download URL's
+// signed query is not repeated in the error the API server returns and logs.
+func TestSecretsNotEchoed(t *testing.T) {
+	ns := newNamespace(t)
+	c := windowsConfig(ns)
+	c.Spec.Proxy.HTTPSProxy = "ftp://alice:hunter2@proxy.example.com:3128"
+	c.Spec.NodeAgent = bootstrapv1.NodeAgentSpec{URL: "http://store.example.com/capwin-node.exe?sig=SECRETSIG", SHA256: strings.Repeat("a", 64)}
+	err := env.Client.Create(t.Context(), c, client.DryRunAll)
+	expectRejected(t, err, "spec.proxy.httpsProxy", "scheme must be")
+	expectRejected(t, err, "spec.nodeAgent.url", "scheme must be")
+	for _, secret := range []string{"hunter2", "SECRETSIG"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the error repeats %q: %v", secret, err)
+		}
+	}
+}
+
 func TestImmutableFields(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
