@@ -126,6 +126,7 @@ type HybridMachineStatus struct {
 	VSphere VSphereMachineStatus `json:"vsphere,omitempty,omitzero"`
 
 	// nodeBootstrap is the progress the node reports during its first boot.
+	// Empty until the node agent reports it.
 	// +optional
 	NodeBootstrap NodeBootstrapStatus `json:"nodeBootstrap,omitempty,omitzero"`
 
