@@ -22,8 +22,9 @@ func BenchmarkProvision100HybridMachines(b *testing.B) {
 		bt := b
 		v := newVC(bt)
 		sessions := vsphere.NewSessions()
-		startControllers(bt, sessions)
-		ns := cluster(bt, v, nil)
+		ns := newNamespace(bt)
+		startControllers(bt, sessions, ns)
+		cluster(bt, v, ns, nil)
 		markInfrastructureProvisioned(bt, ns)
 		start := sessions.RoundTrips()
 

@@ -18,8 +18,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -95,9 +97,13 @@ func (v *vc) vmsOf(t testing.TB, namespace string, names ...string) map[string]i
 
 // startControllers runs the HybridCluster and HybridMachine reconcilers in a
 // manager of their own, as one controller process; stop ends it.
-func startControllers(t testing.TB, sessions *vsphere.Sessions) (stop func()) {
+// Its cache holds the objects of namespace ns only, so that it never works on
+// the clusters of earlier tests, whose simulators are gone.
+func startControllers(t testing.TB, sessions *vsphere.Sessions, ns string) (stop func()) {
 	t.Helper()
-	mgr, err := env.NewManager()
+	mgr, err := env.NewManager(func(o *manager.Options) {
+		o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,17 +131,24 @@ func startControllers(t testing.TB, sessions *vsphere.Sessions) (stop func()) {
 	return stop
 }
 
+func newNamespace(t testing.TB) string {
+	t.Helper()
+	ns, err := env.CreateNamespace(t.Context(), "vsphere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
 // cluster creates a Cluster with a vSphere HybridCluster and its
-// credentials Secret in a new namespace, and returns the namespace.
-func cluster(t testing.TB, v *vc, mutate func(*infrav1.HybridCluster, *corev1.Secret)) string {
+// credentials Secret in namespace ns.
+func cluster(t testing.TB, v *vc, ns string, mutate func(*infrav1.HybridCluster, *corev1.Secret)) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns, err := env.CreateNamespace(ctx, "vsphere")
-	g.Expect(err).NotTo(HaveOccurred())
 
 	c := &clusterv1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "win1", Namespace: ns.Name},
+		ObjectMeta: metav1.ObjectMeta{Name: "win1", Namespace: ns},
 		Spec: clusterv1.ClusterSpec{
 			ClusterNetwork: clusterv1.ClusterNetwork{Pods: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.244.0.0/16"}}},
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
@@ -144,11 +157,11 @@ func cluster(t testing.TB, v *vc, mutate func(*infrav1.HybridCluster, *corev1.Se
 	}
 	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "vc-creds", Namespace: ns.Name},
+		ObjectMeta: metav1.ObjectMeta{Name: "vc-creds", Namespace: ns},
 		Data:       map[string][]byte{"username": []byte(vcUser), "password": []byte(vcPassword)},
 	}
 	hc := &infrav1.HybridCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "win1", Namespace: ns.Name, OwnerReferences: []metav1.OwnerReference{{
+		ObjectMeta: metav1.ObjectMeta{Name: "win1", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: "win1", UID: c.UID}}},
 		Spec: infrav1.HybridClusterSpec{VSphere: &infrav1.VSphereClusterSpec{
 			Server: v.host, Datacenter: "DC0", Insecure: ptr.To(true),
@@ -160,7 +173,6 @@ func cluster(t testing.TB, v *vc, mutate func(*infrav1.HybridCluster, *corev1.Se
 	}
 	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
 	g.Expect(env.Client.Create(ctx, hc)).To(Succeed())
-	return ns.Name
 }
 
 // markInfrastructureProvisioned does what the Cluster controller does once
@@ -229,7 +241,6 @@ func condReason(g Gomega, obj conditions.Getter, t string) string {
 
 func TestHybridClusterConditions(t *testing.T) {
 	v := newVC(t)
-	startControllers(t, vsphere.NewSessions())
 	tests := []struct {
 		name   string
 		mutate func(*infrav1.HybridCluster, *corev1.Secret)
@@ -249,7 +260,9 @@ func TestHybridClusterConditions(t *testing.T) {
 	g.Expect(client.IgnoreAlreadyExists(env.Client.Create(t.Context(), closed))).To(Succeed())
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ns := cluster(t, v, tt.mutate)
+			ns := newNamespace(t)
+			startControllers(t, vsphere.NewSessions(), ns)
+			cluster(t, v, ns, tt.mutate)
 			NewWithT(t).Eventually(func(g Gomega) {
 				hc := &infrav1.HybridCluster{}
 				g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, hc)).To(Succeed())
@@ -263,8 +276,9 @@ func TestHybridClusterConditions(t *testing.T) {
 func TestHybridMachineLifecycle(t *testing.T) {
 	g := NewWithT(t)
 	v := newVC(t)
-	startControllers(t, vsphere.NewSessions())
-	ns := cluster(t, v, nil)
+	ns := newNamespace(t)
+	startControllers(t, vsphere.NewSessions(), ns)
+	cluster(t, v, ns, nil)
 	machine(t, ns, "m1", "DC0_H0_VM0")
 
 	// Before the cluster's infrastructure is provisioned, nothing happens.
@@ -319,8 +333,9 @@ func TestHybridMachineLifecycle(t *testing.T) {
 func TestVMAlreadyDeleted(t *testing.T) {
 	g := NewWithT(t)
 	v := newVC(t)
-	startControllers(t, vsphere.NewSessions())
-	ns := cluster(t, v, nil)
+	ns := newNamespace(t)
+	startControllers(t, vsphere.NewSessions(), ns)
+	cluster(t, v, ns, nil)
 	markInfrastructureProvisioned(t, ns)
 	machine(t, ns, "m2", "DC0_H0_VM0")
 	g.Eventually(func(g Gomega) {
@@ -359,8 +374,9 @@ func TestVMAlreadyDeleted(t *testing.T) {
 func TestTemplateNotFound(t *testing.T) {
 	g := NewWithT(t)
 	v := newVC(t)
-	startControllers(t, vsphere.NewSessions())
-	ns := cluster(t, v, nil)
+	ns := newNamespace(t)
+	startControllers(t, vsphere.NewSessions(), ns)
+	cluster(t, v, ns, nil)
 	markInfrastructureProvisioned(t, ns)
 	machine(t, ns, "m3", "no-such-template")
 	g.Eventually(func(g Gomega) {
@@ -378,8 +394,9 @@ func TestRestartMidClone(t *testing.T) {
 	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVM_Task": 3000}
 	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
 
-	stop := startControllers(t, vsphere.NewSessions())
-	ns := cluster(t, v, nil)
+	ns := newNamespace(t)
+	stop := startControllers(t, vsphere.NewSessions(), ns)
+	cluster(t, v, ns, nil)
 	markInfrastructureProvisioned(t, ns)
 	machine(t, ns, "m4", "DC0_H0_VM0")
 	g.Eventually(func(g Gomega) {
@@ -387,7 +404,7 @@ func TestRestartMidClone(t *testing.T) {
 	}, eventually).Should(Succeed())
 	stop()
 
-	startControllers(t, vsphere.NewSessions())
+	startControllers(t, vsphere.NewSessions(), ns)
 	g.Eventually(func(g Gomega) {
 		g.Expect(getHM(g, ns, "m4").Status.Initialization.Provisioned).To(Equal(ptr.To(true)))
 	}, eventually).Should(Succeed())
@@ -406,8 +423,9 @@ func TestFaultInjectionFiftyMachines(t *testing.T) {
 		})
 	}
 	sessions := vsphere.NewSessions()
-	startControllers(t, sessions)
-	ns := cluster(t, v, nil)
+	ns := newNamespace(t)
+	startControllers(t, sessions, ns)
+	cluster(t, v, ns, nil)
 	markInfrastructureProvisioned(t, ns)
 	var names []string
 	for i := range 50 {
@@ -451,8 +469,9 @@ func TestTaskFailure(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(task.Wait(t.Context())).To(Succeed())
 
-	startControllers(t, vsphere.NewSessions())
-	ns := cluster(t, v, nil)
+	ns := newNamespace(t)
+	startControllers(t, vsphere.NewSessions(), ns)
+	cluster(t, v, ns, nil)
 	markInfrastructureProvisioned(t, ns)
 	machine(t, ns, "taken", "DC0_H0_VM0")
 	g.Eventually(func(g Gomega) {
@@ -476,8 +495,9 @@ func TestDeleteMidClone(t *testing.T) {
 	v := newVC(t)
 	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVM_Task": 2000}
 	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
-	startControllers(t, vsphere.NewSessions())
-	ns := cluster(t, v, nil)
+	ns := newNamespace(t)
+	startControllers(t, vsphere.NewSessions(), ns)
+	cluster(t, v, ns, nil)
 	markInfrastructureProvisioned(t, ns)
 	machine(t, ns, "m5", "DC0_H0_VM0")
 	g.Eventually(func(g Gomega) {
@@ -499,8 +519,9 @@ func TestDeleteMidClone(t *testing.T) {
 func TestPausedClusterMakesNoVM(t *testing.T) {
 	g := NewWithT(t)
 	v := newVC(t)
-	startControllers(t, vsphere.NewSessions())
-	ns := cluster(t, v, nil)
+	ns := newNamespace(t)
+	startControllers(t, vsphere.NewSessions(), ns)
+	cluster(t, v, ns, nil)
 	markInfrastructureProvisioned(t, ns)
 	c := &clusterv1.Cluster{}
 	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, c)).To(Succeed())
@@ -529,8 +550,9 @@ func TestPausedClusterMakesNoVM(t *testing.T) {
 func TestAzureClusterNotSupportedYet(t *testing.T) {
 	g := NewWithT(t)
 	v := newVC(t)
-	startControllers(t, vsphere.NewSessions())
-	ns := cluster(t, v, func(hc *infrav1.HybridCluster, _ *corev1.Secret) {
+	ns := newNamespace(t)
+	startControllers(t, vsphere.NewSessions(), ns)
+	cluster(t, v, ns, func(hc *infrav1.HybridCluster, _ *corev1.Secret) {
 		hc.Spec.VSphere = nil
 		hc.Spec.Azure = &infrav1.AzureClusterSpec{
 			SubscriptionID: "00000000-1111-2222-3333-444444444444", Location: "westeurope", ResourceGroup: "rg",
