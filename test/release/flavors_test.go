@@ -96,6 +96,17 @@ func TestGenerateClusterFlavors(t *testing.T) {
 					}
 				}
 			}
+			// Each CNI choice has a ClusterResourceSet for its Linux side.
+			cniSets := map[string]bool{}
+			for _, o := range objs {
+				if o.GetKind() != "ClusterResourceSet" {
+					continue
+				}
+				if cni, ok, _ := unstructured.NestedString(o.Object, "spec", "clusterSelector", "matchLabels", "capwin.io/cni"); ok {
+					cniSets[cni] = true
+				}
+			}
+			g.Expect(cniSets).To(Equal(map[string]bool{"flannel": true, "calico": true}), "a ClusterResourceSet per WINDOWS_CNI choice")
 			// The add-ons ClusterResourceSets put into the workload cluster
 			// are checked against the same API server.
 			g.Expect(addons).NotTo(BeEmpty())
