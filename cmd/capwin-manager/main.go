@@ -10,40 +10,25 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/core/setup"
 
 	"github.com/capwin/capwin/bootstrap/reconciler"
-	"github.com/capwin/capwin/controllers"
+	"github.com/capwin/capwin/internal/manager"
 	"github.com/capwin/capwin/internal/scheme"
-	"github.com/capwin/capwin/platform/vsphere"
-	"github.com/capwin/capwin/webhooks"
 )
 
-const (
-	providerInfrastructure = "infrastructure"
-	providerBootstrap      = "bootstrap"
-	controllerName         = "capwin-manager"
-)
+const controllerName = "capwin-manager"
 
 type options struct {
 	providers      []string
@@ -63,7 +48,7 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	o := options{}
 	fs := flag.NewFlagSet(controllerName, flag.ContinueOnError)
-	providers := fs.String("providers", providerInfrastructure+","+providerBootstrap, "the providers to run: infrastructure, bootstrap, or both, comma-separated")
+	providers := fs.String("providers", manager.ProviderInfrastructure+","+manager.ProviderBootstrap, "the providers to run: infrastructure, bootstrap, or both, comma-separated")
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "the namespace the manager runs in: HybridClusterIdentity Secrets are read from it")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "where metrics are served; 0 turns them off")
 	fs.StringVar(&o.probeAddr, "health-addr", ":9440", "where /healthz and /readyz are served")
@@ -79,8 +64,8 @@ func parseFlags(args []string) (options, error) {
 	}
 	for _, p := range strings.Split(*providers, ",") {
 		p = strings.TrimSpace(p)
-		if p != providerInfrastructure && p != providerBootstrap {
-			return o, fmt.Errorf("--providers: %q is not %s or %s", p, providerInfrastructure, providerBootstrap)
+		if p != manager.ProviderInfrastructure && p != manager.ProviderBootstrap {
+			return o, fmt.Errorf("--providers: %q is not %s or %s", p, manager.ProviderInfrastructure, manager.ProviderBootstrap)
 		}
 		o.providers = append(o.providers, p)
 	}
@@ -122,7 +107,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o options) (ctrl.Manager,
 		HealthProbeBindAddress: o.probeAddr,
 		LeaderElection:         o.leaderElect,
 		LeaderElectionID:       "capwin-manager-leader-election",
-		Cache:                  cacheOptions(o),
+		Cache:                  manager.CacheOptions(o.syncPeriod),
 		Client:                 setup.ManagerClientOptions(),
 	}
 	if o.skipNameValidation {
@@ -138,58 +123,15 @@ func newManager(ctx context.Context, cfg *rest.Config, o options) (ctrl.Manager,
 	if err := errors.Join(mgr.AddHealthzCheck("ping", healthz.Ping), mgr.AddReadyzCheck("ping", healthz.Ping)); err != nil {
 		return nil, err
 	}
-	copts := controller.Options{MaxConcurrentReconciles: o.concurrency}
-
-	if slices.Contains(o.providers, providerInfrastructure) {
-		sessions := vsphere.NewSessions()
-		if err := errors.Join(
-			(&controllers.HybridClusterReconciler{Client: mgr.GetClient(), Sessions: sessions, ControllerNamespace: o.namespace}).SetupWithManager(mgr, copts),
-			(&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Sessions: sessions, ControllerNamespace: o.namespace}).SetupWithManager(mgr, copts),
-			(&controllers.HybridMachineTemplateReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, copts),
-		); err != nil {
-			return nil, fmt.Errorf("setting up the infrastructure reconcilers: %w", err)
-		}
-		if o.webhookPort != 0 {
-			if err := webhooks.SetupInfrastructure(mgr); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if slices.Contains(o.providers, providerBootstrap) {
-		secretClient, err := setup.CreateSecretCachingClient(mgr)
-		if err != nil {
-			return nil, err
-		}
-		cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
-			SecretClient: secretClient,
-			Cache:        setup.ClusterCacheCacheOptions(),
-			Client:       setup.ClusterCacheClientOptions(controllerName, 20, 30),
-		}, copts)
-		if err != nil {
-			return nil, fmt.Errorf("setting up the ClusterCache: %w", err)
-		}
-		r := &reconciler.Reconciler{Client: mgr.GetClient(), ClusterCache: cc, TokenTTL: o.tokenTTL}
-		if err := r.SetupWithManager(mgr, copts); err != nil {
-			return nil, fmt.Errorf("setting up the WindowsKubeadmConfig reconciler: %w", err)
-		}
-		if o.webhookPort != 0 {
-			if err := webhooks.SetupBootstrap(mgr); err != nil {
-				return nil, err
-			}
-		}
+	if err := manager.Setup(ctx, mgr, manager.Options{
+		Providers:   o.providers,
+		Namespace:   o.namespace,
+		Concurrency: o.concurrency,
+		TokenTTL:    o.tokenTTL,
+		Webhooks:    o.webhookPort != 0,
+		Name:        controllerName,
+	}); err != nil {
+		return nil, err
 	}
 	return mgr, nil
-}
-
-// cacheOptions caches only the Secrets of clusters (those with the
-// cluster-name label), as Cluster API's managers do: the manager's client
-// reads Secrets uncached anyway, the ClusterCache reads kubeconfigs cached.
-func cacheOptions(o options) cache.Options {
-	req, _ := labels.NewRequirement(clusterv1.ClusterNameLabel, selection.Exists, nil)
-	return cache.Options{
-		SyncPeriod: &o.syncPeriod,
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: labels.NewSelector().Add(*req)},
-		},
-	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/capwin/capwin/internal/manager"
+
 	"context"
 	"os"
 	"testing"
@@ -25,10 +27,10 @@ func TestParseFlags(t *testing.T) {
 	g := NewWithT(t)
 	o, err := parseFlags(nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(o.providers).To(ConsistOf(providerInfrastructure, providerBootstrap))
+	g.Expect(o.providers).To(ConsistOf(manager.ProviderInfrastructure, manager.ProviderBootstrap))
 	o, err = parseFlags([]string{"--providers=bootstrap"})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(o.providers).To(Equal([]string{providerBootstrap}))
+	g.Expect(o.providers).To(Equal([]string{manager.ProviderBootstrap}))
 	_, err = parseFlags([]string{"--v=2"})
 	g.Expect(err).NotTo(HaveOccurred(), "the logging flags Tilt and users pass are known")
 	_, err = parseFlags([]string{"--providers=control-plane"})
@@ -42,8 +44,8 @@ func TestManagerRunsChosenProviders(t *testing.T) {
 		providers []string
 		acts      bool
 	}{
-		{[]string{providerInfrastructure, providerBootstrap}, true},
-		{[]string{providerBootstrap}, false},
+		{[]string{manager.ProviderInfrastructure, manager.ProviderBootstrap}, true},
+		{[]string{manager.ProviderBootstrap}, false},
 	} {
 		t.Run(tt.providers[0], func(t *testing.T) {
 			g := NewWithT(t)

@@ -1,0 +1,109 @@
+// Package manager registers capwin's reconcilers and webhooks with a
+// controller-runtime manager: what capwin-manager runs, and what the
+// simulated environment (test/sim) runs, so both run the same thing.
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/core/setup"
+
+	"github.com/capwin/capwin/bootstrap/reconciler"
+	"github.com/capwin/capwin/controllers"
+	"github.com/capwin/capwin/platform/vsphere"
+	"github.com/capwin/capwin/webhooks"
+)
+
+// The providers one capwin-manager can run.
+const (
+	ProviderInfrastructure = "infrastructure"
+	ProviderBootstrap      = "bootstrap"
+)
+
+// Options chooses what Setup registers.
+type Options struct {
+	// Providers are ProviderInfrastructure, ProviderBootstrap or both.
+	Providers []string
+	// Namespace is the manager's own namespace: HybridClusterIdentity
+	// Secrets are read from it.
+	Namespace string
+	// Concurrency is how many reconciles of one kind run at once.
+	Concurrency int
+	// TokenTTL is a bootstrap token's lifetime between refreshes.
+	TokenTTL time.Duration
+	// Webhooks registers the providers' webhooks on the manager's server.
+	Webhooks bool
+	// Name names the manager's clients to the API server.
+	Name string
+}
+
+// Setup registers the chosen providers' reconcilers (and webhooks) with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	copts := controller.Options{MaxConcurrentReconciles: o.Concurrency}
+	if slices.Contains(o.Providers, ProviderInfrastructure) {
+		sessions := vsphere.NewSessions()
+		if err := errors.Join(
+			(&controllers.HybridClusterReconciler{Client: mgr.GetClient(), Sessions: sessions, ControllerNamespace: o.Namespace}).SetupWithManager(mgr, copts),
+			(&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Sessions: sessions, ControllerNamespace: o.Namespace}).SetupWithManager(mgr, copts),
+			(&controllers.HybridMachineTemplateReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, copts),
+		); err != nil {
+			return fmt.Errorf("setting up the infrastructure reconcilers: %w", err)
+		}
+		if o.Webhooks {
+			if err := webhooks.SetupInfrastructure(mgr); err != nil {
+				return err
+			}
+		}
+	}
+	if slices.Contains(o.Providers, ProviderBootstrap) {
+		secretClient, err := setup.CreateSecretCachingClient(mgr)
+		if err != nil {
+			return err
+		}
+		cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+			SecretClient: secretClient,
+			Cache:        setup.ClusterCacheCacheOptions(),
+			Client:       setup.ClusterCacheClientOptions(o.Name, 20, 30),
+		}, copts)
+		if err != nil {
+			return fmt.Errorf("setting up the ClusterCache: %w", err)
+		}
+		r := &reconciler.Reconciler{Client: mgr.GetClient(), ClusterCache: cc, TokenTTL: o.TokenTTL}
+		if err := r.SetupWithManager(mgr, copts); err != nil {
+			return fmt.Errorf("setting up the WindowsKubeadmConfig reconciler: %w", err)
+		}
+		if o.Webhooks {
+			if err := webhooks.SetupBootstrap(mgr); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// CacheOptions caches only the Secrets of clusters (those with the
+// cluster-name label), as Cluster API's managers do: the manager's client
+// reads Secrets uncached anyway, the ClusterCache reads kubeconfigs cached.
+func CacheOptions(syncPeriod time.Duration) cache.Options {
+	req, _ := labels.NewRequirement(clusterv1.ClusterNameLabel, selection.Exists, nil)
+	return cache.Options{
+		SyncPeriod: &syncPeriod,
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Label: labels.NewSelector().Add(*req)},
+		},
+	}
+}
