@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -267,4 +268,24 @@ func unique(lists ...[]string) []string {
 		}
 	}
 	return out
+}
+
+// ParseScript is Render's inverse, as a node sees its user data: it checks
+// that script is the stub with one base64 literal in place of the
+// placeholder and returns the node configuration JSON the literal holds.
+func ParseScript(script []byte) ([]byte, error) {
+	before, after, ok := strings.Cut(stub, placeholder)
+	if !ok {
+		return nil, errors.New("the stub has no placeholder")
+	}
+	s := string(script)
+	if !strings.HasPrefix(s, before) || !strings.HasSuffix(s, after) || len(s) < len(before)+len(after) {
+		return nil, errors.New("the user data is not capwin's bootstrap stub")
+	}
+	literal := s[len(before) : len(s)-len(after)]
+	data, err := base64.StdEncoding.DecodeString(literal)
+	if err != nil {
+		return nil, fmt.Errorf("the stub's node configuration is not base64: %w", err)
+	}
+	return data, nil
 }

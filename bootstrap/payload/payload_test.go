@@ -271,3 +271,27 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+func TestParseScript(t *testing.T) {
+	p, err := Render(input(bootstrapv1.WindowsKubeadmConfigSpec{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseScript(p.Script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, p.JSON) {
+		t.Fatalf("ParseScript returned %q, want the rendered JSON %q", got, p.JSON)
+	}
+	for name, script := range map[string]string{
+		"cloud-config":       "#cloud-config\nhostname: n1\n",
+		"edited stub":        strings.Replace(string(p.Script), "$ErrorActionPreference = 'Stop'", "", 1),
+		"literal not base64": strings.Replace(Stub(), placeholder, "not base64!", 1),
+		"empty":              "",
+	} {
+		if _, err := ParseScript([]byte(script)); err == nil {
+			t.Errorf("%s: ParseScript accepted it", name)
+		}
+	}
+}
