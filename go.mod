@@ -19,6 +19,11 @@ require (
 require github.com/vmware/govmomi v0.56.0
 
 require (
+	github.com/MakeNowJust/heredoc v1.0.0 // indirect
+	github.com/drone/envsubst/v2 v2.0.0-20210730161058-179042472c46 // indirect
+)
+
+require (
 	cel.dev/expr v0.25.2 // indirect
 	dario.cat/mergo v1.0.1 // indirect
 	github.com/Masterminds/goutils v1.1.1 // indirect

@@ -176,7 +176,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, config *bootstrapv1.Wi
 			"Waiting for the Cluster's infrastructure to be provisioned")
 		return ctrl.Result{}, nil
 	}
-	if !ptr.Deref(cluster.Status.Initialization.ControlPlaneInitialized, false) {
+	if !controlPlaneInitialized(cluster) {
 		setDataSecretNotAvailable(config, bootstrapv1.WindowsKubeadmConfigWaitingForControlPlaneInitializedReason,
 			"Waiting for the control plane to be initialized: a Windows node joins a running control plane")
 		return ctrl.Result{}, nil
@@ -503,4 +503,14 @@ func setReadyCondition(config *bootstrapv1.WindowsKubeadmConfig) {
 		conditions.ForConditionTypes{bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition},
 		conditions.IgnoreTypesIfMissing{bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition},
 	)
+}
+
+// controlPlaneInitialized is whether the Cluster's control plane is
+// initialised. Cluster API reports it as the ControlPlaneInitialized
+// condition for every cluster; status.initialization.controlPlaneInitialized
+// is only set by a control-plane provider, and a cluster whose control plane
+// is stand-alone Machines has none.
+func controlPlaneInitialized(cluster *clusterv1.Cluster) bool {
+	return ptr.Deref(cluster.Status.Initialization.ControlPlaneInitialized, false) ||
+		conditions.IsTrue(cluster, clusterv1.ClusterControlPlaneInitializedCondition)
 }

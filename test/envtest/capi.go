@@ -2,21 +2,28 @@ package envtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	addonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/core/reconcilers/cluster"
+	"sigs.k8s.io/cluster-api/core/reconcilers/clusterresourceset"
+	"sigs.k8s.io/cluster-api/core/reconcilers/clusterresourcesetbinding"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machine"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machinehealthcheck"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machineset"
 	"sigs.k8s.io/cluster-api/core/setup"
+	coreadmission "sigs.k8s.io/cluster-api/core/webhooks/admission"
 )
 
 // controllerConfig lets several managers in one test binary register
@@ -26,7 +33,8 @@ func controllerConfig() config.Controller {
 }
 
 // SetupCoreReconcilers registers the real Cluster API core reconcilers
-// (Cluster, Machine, MachineSet, MachineDeployment, MachineHealthCheck) and
+// (Cluster, Machine, MachineSet, MachineDeployment, MachineHealthCheck,
+// ClusterResourceSet and its binding) and
 // the ClusterCache they reach workload clusters through, as Cluster API's
 // own manager does. capwin's reconcilers get the returned ClusterCache.
 func SetupCoreReconcilers(ctx context.Context, mgr ctrl.Manager) (clustercache.ClusterCache, error) {
@@ -66,6 +74,16 @@ func SetupCoreReconcilers(ctx context.Context, mgr ctrl.Manager) (clustercache.C
 		{"MachineHealthCheck", func() error {
 			return (&machinehealthcheck.Reconciler{Client: mgr.GetClient(), ClusterCache: cc}).SetupWithManager(ctx, mgr, opts)
 		}},
+		{"ClusterResourceSet", func() error {
+			secrets, err := partialSecretCache(mgr)
+			if err != nil {
+				return err
+			}
+			return (&clusterresourceset.Reconciler{Client: mgr.GetClient(), ClusterCache: cc}).SetupWithManager(ctx, mgr, opts, secrets)
+		}},
+		{"ClusterResourceSetBinding", func() error {
+			return (&clusterresourcesetbinding.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, opts)
+		}},
 	}
 	for _, s := range steps {
 		if err := s.setup(); err != nil {
@@ -73,4 +91,44 @@ func SetupCoreReconcilers(ctx context.Context, mgr ctrl.Manager) (clustercache.C
 		}
 	}
 	return cc, nil
+}
+
+// partialSecretCache is the metadata-only Secret cache the ClusterResourceSet
+// reconciler watches Secrets through, made as Cluster API's manager makes it.
+func partialSecretCache(mgr ctrl.Manager) (ctrlcache.Cache, error) {
+	c, err := ctrlcache.New(mgr.GetConfig(), ctrlcache.Options{
+		Scheme:           mgr.GetScheme(),
+		Mapper:           mgr.GetRESTMapper(),
+		HTTPClient:       mgr.GetHTTPClient(),
+		DefaultTransform: ctrlcache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the metadata-only Secret cache: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// SetupCoreWebhooks registers Cluster API core's admission webhooks for the
+// kinds a cluster of capwin is made of (Cluster, Machine, MachineSet,
+// MachineDeployment, MachineHealthCheck, ClusterResourceSet and its
+// binding: the defaulting and validation Cluster API's own manager serves)
+// with mgr's webhook server; the environment must have been started with
+// Options.CAPIWebhooks. Their conversion webhooks need the older API
+// versions, which are added to the manager's scheme.
+func SetupCoreWebhooks(mgr ctrl.Manager, cc clustercache.ClusterCache) error {
+	if err := errors.Join(clusterv1beta1.AddToScheme(mgr.GetScheme()), addonsv1beta1.AddToScheme(mgr.GetScheme())); err != nil {
+		return err
+	}
+	return errors.Join(
+		(&coreadmission.Cluster{Client: mgr.GetClient(), ClusterCacheReader: cc}).SetupWebhookWithManager(mgr),
+		(&coreadmission.Machine{}).SetupWebhookWithManager(mgr),
+		(&coreadmission.MachineSet{}).SetupWebhookWithManager(mgr),
+		(&coreadmission.MachineDeployment{}).SetupWebhookWithManager(mgr),
+		(&coreadmission.MachineHealthCheck{}).SetupWebhookWithManager(mgr),
+		(&coreadmission.ClusterResourceSet{}).SetupWebhookWithManager(mgr),
+		(&coreadmission.ClusterResourceSetBinding{}).SetupWebhookWithManager(mgr),
+	)
 }

@@ -18,7 +18,9 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
@@ -42,6 +44,12 @@ type Options struct {
 	// pointing at the environment's local webhook server; a manager from
 	// NewManager serves them.
 	Webhooks bool
+
+	// CAPIWebhooks also installs Cluster API core's webhook configurations
+	// (defaulting and validation of Clusters, Machines, MachineSets,
+	// MachineDeployments...), pointing at the same local webhook server;
+	// SetupCoreWebhooks registers their handlers. It implies Webhooks.
+	CAPIWebhooks bool
 
 	// WithoutCRDs starts a bare API server, as a workload cluster has.
 	WithoutCRDs bool
@@ -83,8 +91,8 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		dirs = append(dirs, opts.ExtraCRDDirectories...)
 		env.CRDDirectoryPaths = dirs
 	}
-	if opts.Webhooks {
-		w, err := webhookConfigurations()
+	if opts.Webhooks || opts.CAPIWebhooks {
+		w, err := webhookConfigurations(ctx, opts.CAPIWebhooks)
 		if err != nil {
 			return nil, err
 		}
@@ -106,7 +114,48 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		_ = env.Stop()
 		return nil, fmt.Errorf("creating a client for envtest: %w", err)
 	}
-	return &Environment{Config: cfg, Client: c, Scheme: scheme, env: env, webhooks: opts.Webhooks}, nil
+	if !opts.WithoutCRDs {
+		if err := labelContracts(ctx, c); err != nil {
+			_ = env.Stop()
+			return nil, err
+		}
+	}
+	return &Environment{Config: cfg, Client: c, Scheme: scheme, env: env, webhooks: opts.Webhooks || opts.CAPIWebhooks}, nil
+}
+
+// labelContracts labels the CRDs of Cluster API's kubeadm providers with
+// the contract they implement, as their release manifests are labelled
+// (their config/crd/bases, which envtest installs, are not): Cluster API
+// finds a referenced template's API version through that label.
+func labelContracts(ctx context.Context, c client.Client) error {
+	crds := &unstructured.UnstructuredList{}
+	crds.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinitionList"})
+	if err := c.List(ctx, crds); err != nil {
+		return fmt.Errorf("listing CRDs: %w", err)
+	}
+	for i := range crds.Items {
+		crd := &crds.Items[i]
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		if group != "bootstrap.cluster.x-k8s.io" && group != "controlplane.cluster.x-k8s.io" {
+			continue
+		}
+		labels := crd.GetLabels()
+		if _, ok := labels["cluster.x-k8s.io/v1beta2"]; ok {
+			continue
+		}
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels["cluster.x-k8s.io/v1beta2"] = "v1beta2"
+		if strings.HasPrefix(crd.GetName(), "windowskubeadm") {
+			continue // capwin's own: labelled by controller-gen markers
+		}
+		crd.SetLabels(labels)
+		if err := c.Update(ctx, crd); err != nil {
+			return fmt.Errorf("labelling CRD %s with its contract: %w", crd.GetName(), err)
+		}
+	}
+	return nil
 }
 
 // Stop stops the API server and etcd and removes their data.
@@ -179,12 +228,23 @@ func (e *Environment) CreateNamespace(ctx context.Context, prefix string) (*core
 }
 
 // webhookConfigurations reads both providers' webhook configurations
-// (config/webhook/<provider>). Each provider's are named alike, as the
-// release manifests prefix them, so they are renamed here to coexist.
-func webhookConfigurations() (envtest.WebhookInstallOptions, error) {
+// (config/webhook/<provider>) and, with capi, Cluster API core's. Each
+// provider's are named alike, as the release manifests prefix them, so they
+// are renamed here to coexist.
+func webhookConfigurations(ctx context.Context, capi bool) (envtest.WebhookInstallOptions, error) {
 	var opts envtest.WebhookInstallOptions
+	files := map[string]string{}
 	for _, provider := range []string{"infrastructure", "bootstrap"} {
-		path := filepath.Join(RepoRoot(), "config", "webhook", provider, "manifests.yaml")
+		files[provider] = filepath.Join(RepoRoot(), "config", "webhook", provider, "manifests.yaml")
+	}
+	if capi {
+		dir, err := moduleDir(ctx, "sigs.k8s.io/cluster-api")
+		if err != nil {
+			return opts, err
+		}
+		files["capi"] = filepath.Join(dir, "core", "config", "webhook", "manifests.yaml")
+	}
+	for provider, path := range files {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return opts, err

@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/vmware/govmomi"
+	"github.com/vmware/govmomi/view"
+	"github.com/vmware/govmomi/vim25/mo"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/test/sim"
+)
+
+const wait = 2 * time.Minute
+
+// newCluster generates and applies the vsphere-windows flavor in a new
+// namespace and waits for its control plane.
+func newCluster(t *testing.T, windows int) sim.ClusterOptions {
+	t.Helper()
+	g := NewWithT(t)
+	o := sim.ClusterOptions{Namespace: "e2e-" + rand.String(5), Name: "w" + rand.String(4), WindowsReplicas: windows}
+	_, err := s.CreateCluster(t.Context(), o)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		if t.Failed() {
+			dump(t, o)
+		}
+	})
+	g.Eventually(func(g Gomega) {
+		c := &clusterv1.Cluster{}
+		g.Expect(s.Management.Client.Get(t.Context(), client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, c)).To(Succeed())
+		g.Expect(conditions.IsTrue(c, clusterv1.ClusterControlPlaneInitializedCondition)).To(BeTrue(), "control plane initialised")
+	}, wait, 200*time.Millisecond).Should(Succeed())
+	return o
+}
+
+func windowsMD(o sim.ClusterOptions) client.ObjectKey {
+	return client.ObjectKey{Namespace: o.Namespace, Name: o.Name + "-windows"}
+}
+
+func scale(t *testing.T, o sim.ClusterOptions, replicas int32) {
+	t.Helper()
+	g := NewWithT(t)
+	md := &clusterv1.MachineDeployment{}
+	g.Expect(s.Management.Client.Get(t.Context(), windowsMD(o), md)).To(Succeed())
+	patch := client.MergeFrom(md.DeepCopy())
+	md.Spec.Replicas = &replicas
+	g.Expect(s.Management.Client.Patch(t.Context(), md, patch)).To(Succeed())
+}
+
+// windowsMachines returns the Windows MachineDeployment's Machines.
+func windowsMachines(ctx context.Context, g Gomega, o sim.ClusterOptions) []clusterv1.Machine {
+	l := &clusterv1.MachineList{}
+	g.Expect(s.Management.Client.List(ctx, l, client.InNamespace(o.Namespace),
+		client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: o.Name + "-windows"})).To(Succeed())
+	return l.Items
+}
+
+// waitRunning waits until the Windows MachineDeployment has exactly n
+// Machines, all Running with a Ready Windows Node, and returns them.
+func waitRunning(t *testing.T, o sim.ClusterOptions, n int) []clusterv1.Machine {
+	t.Helper()
+	var ms []clusterv1.Machine
+	NewWithT(t).Eventually(func(g Gomega) {
+		ms = windowsMachines(t.Context(), g, o)
+		g.Expect(ms).To(HaveLen(n))
+		for _, m := range ms {
+			g.Expect(m.Status.Phase).To(Equal(string(clusterv1.MachinePhaseRunning)), "Machine %s", m.Name)
+			g.Expect(m.Status.NodeRef.IsDefined()).To(BeTrue())
+			node := &corev1.Node{}
+			g.Expect(s.Workload.Client.Get(t.Context(), client.ObjectKey{Name: m.Status.NodeRef.Name}, node)).To(Succeed())
+			g.Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelOSStable, "windows"))
+			g.Expect(node.Spec.ProviderID).To(Equal(m.Spec.ProviderID))
+		}
+	}, wait, 200*time.Millisecond).Should(Succeed())
+	return ms
+}
+
+// vms returns the names of the VMs in vCenter whose name starts with prefix.
+func vms(t *testing.T, prefix string) []string {
+	t.Helper()
+	c, err := govmomi.NewClient(t.Context(), s.VCenter.URL(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Logout(context.Background()) }()
+	v, err := view.NewManager(c.Client).CreateContainerView(t.Context(), c.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = v.Destroy(context.Background()) }()
+	var all []mo.VirtualMachine
+	if err := v.Retrieve(t.Context(), []string{"VirtualMachine"}, []string{"name"}, &all); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, vm := range all {
+		if strings.HasPrefix(vm.Name, prefix) {
+			out = append(out, vm.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// nodesOf returns the workload Nodes whose provider ID is one of the
+// cluster's HybridMachines'.
+func hybridMachines(ctx context.Context, g Gomega, o sim.ClusterOptions) []infrav1.HybridMachine {
+	l := &infrav1.HybridMachineList{}
+	g.Expect(s.Management.Client.List(ctx, l, client.InNamespace(o.Namespace))).To(Succeed())
+	return l.Items
+}
+
+func noRejections(t *testing.T) {
+	t.Helper()
+	if r := s.Guests.Rejected(); len(r) > 0 {
+		t.Errorf("guests refused their user data: %v", r)
+	}
+}
+
+func describe(ms []clusterv1.Machine) string {
+	var b strings.Builder
+	for _, m := range ms {
+		fmt.Fprintf(&b, "%s %s; ", m.Name, m.Status.Phase)
+	}
+	return b.String()
+}
+
+// dump logs the cluster's objects' status, for a failed test.
+func dump(t *testing.T, o sim.ClusterOptions) {
+	ctx := context.Background()
+	lists := []client.ObjectList{&clusterv1.ClusterList{}, &clusterv1.MachineDeploymentList{}, &clusterv1.MachineSetList{},
+		&clusterv1.MachineList{}, &infrav1.HybridClusterList{}, &infrav1.HybridMachineList{}, &bootstrapv1.WindowsKubeadmConfigList{}}
+	for _, l := range lists {
+		if err := s.Management.Client.List(ctx, l, client.InNamespace(o.Namespace)); err != nil {
+			t.Logf("listing %T: %v", l, err)
+			continue
+		}
+		items, _ := meta.ExtractList(l)
+		for _, it := range items {
+			obj := it.(client.Object)
+			u, _ := kruntime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			status, _ := yaml.Marshal(u["status"])
+			t.Logf("%T %s:\n%s", obj, obj.GetName(), status)
+		}
+	}
+	t.Logf("guests joined %v, refused %v", s.Guests.Joined(), s.Guests.Rejected())
+}

@@ -1,0 +1,43 @@
+// Package e2e drives whole clusters through the simulation (test/sim): the
+// real Cluster API core controllers, capwin's controllers and webhooks,
+// vcsim and the guest simulator, from `clusterctl generate cluster`'s output
+// to Nodes in the workload cluster.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+
+	"github.com/capwin/capwin/test/sim"
+)
+
+var s *sim.Sim
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx := context.Background()
+	log := logr.Discard()
+	if os.Getenv("E2E_LOG") != "" {
+		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, time.Now().Format("15:04:05.000"), prefix, args) }, funcr.Options{Verbosity: 2})
+	}
+	var err error
+	s, err = sim.Start(ctx, sim.Options{BootDelay: 200 * time.Millisecond, Log: log})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the simulation:", err)
+		return 1
+	}
+	code := m.Run()
+	if err := s.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the simulation:", err)
+	}
+	return code
+}

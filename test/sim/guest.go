@@ -1,0 +1,430 @@
+package sim
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/vmware/govmomi"
+	"github.com/vmware/govmomi/view"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/capwin/capwin/bootstrap/payload"
+	"github.com/capwin/capwin/node-components/nodeconfig"
+)
+
+// Failure is how a guest misbehaves, for tests of remediation.
+type Failure int
+
+const (
+	// Healthy guests register a Ready Node after the boot delay.
+	Healthy Failure = iota
+	// NeverReady guests register their Node, which never becomes Ready.
+	NeverReady
+	// ReadyThenNotReady guests become Ready, then NotReady one boot delay
+	// (at least a second) later.
+	ReadyThenNotReady
+)
+
+// Guests plays the operating system of every VM capwin creates. When a VM
+// is powered on it reads guestinfo.userdata and guestinfo.metadata as
+// cloudbase-init or cloud-init would. A Windows guest checks its user data as
+// the node would: the script is capwin's stub, the node configuration passes
+// node-components validation, the bootstrap token exists in the workload
+// cluster and is unexpired, the CA hash is the workload API server's CA, and
+// the node name is the VM's host name. It then registers its Node (the VM's
+// providerID, kubernetes.io/os, node.kubernetes.io/windows-build, the
+// configuration's labels and taints) and marks it Ready after the boot delay.
+// A guest whose check fails registers nothing, as a node whose join failed,
+// and says why in Rejected.
+type Guests struct {
+	vc        *govmomi.Client
+	view      *view.ContainerView
+	workload  client.Client
+	caHash    string
+	bootDelay time.Duration
+	log       logr.Logger
+
+	mu       sync.Mutex
+	guests   map[string]*guest // by VM managed object ID
+	failure  func(nodeName string) Failure
+	rejected map[string]string // VM name: why
+	joined   []string
+}
+
+type guest struct {
+	vmName    string
+	poweredOn time.Time
+	node      *corev1.Node
+	failure   Failure
+	state     guestState
+	readyAt   time.Time
+}
+
+type guestState int
+
+const (
+	booting guestState = iota
+	registered
+	degraded
+	ignored
+	rejected
+)
+
+// pollInterval is how often the guests look at vCenter.
+const pollInterval = 100 * time.Millisecond
+
+func newGuests(ctx context.Context, vcURL *url.URL, workload client.Client, caPEM []byte, bootDelay time.Duration, log logr.Logger) (*Guests, error) {
+	hash, err := spkiHash(caPEM)
+	if err != nil {
+		return nil, fmt.Errorf("the workload cluster's CA: %w", err)
+	}
+	c, err := govmomi.NewClient(ctx, vcURL, true)
+	if err != nil {
+		return nil, fmt.Errorf("the guests connecting to vCenter: %w", err)
+	}
+	v, err := view.NewManager(c.Client).CreateContainerView(ctx, c.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
+	if err != nil {
+		return nil, fmt.Errorf("the guests watching vCenter's VMs: %w", err)
+	}
+	return &Guests{
+		vc: c, view: v, workload: workload, caHash: hash, bootDelay: bootDelay, log: log,
+		guests: map[string]*guest{}, rejected: map[string]string{},
+		failure: func(string) Failure { return Healthy },
+	}, nil
+}
+
+// SetFailure decides, by node name, how guests that boot from now on behave.
+func (g *Guests) SetFailure(f func(nodeName string) Failure) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.failure = f
+}
+
+// Rejected returns the VMs whose user data a node would have refused, with
+// the reason.
+func (g *Guests) Rejected() map[string]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]string, len(g.rejected))
+	for k, v := range g.rejected {
+		out[k] = v
+	}
+	return out
+}
+
+// Joined returns the names of the Nodes the guests registered, in order.
+func (g *Guests) Joined() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.joined)
+}
+
+func (g *Guests) run(ctx context.Context) {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		if err := g.step(ctx); err != nil && ctx.Err() == nil {
+			g.log.Error(err, "Guest step failed")
+		}
+		select {
+		case <-ctx.Done():
+			_ = g.view.Destroy(context.Background())
+			_ = g.vc.Logout(context.Background())
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// step looks at every VM once and moves each guest on.
+func (g *Guests) step(ctx context.Context) error {
+	var vms []mo.VirtualMachine
+	if err := g.view.Retrieve(ctx, []string{"VirtualMachine"}, []string{"name", "runtime.powerState", "config.extraConfig", "config.uuid"}, &vms); err != nil {
+		return err
+	}
+	now := time.Now()
+	seen := map[string]bool{}
+	for i := range vms {
+		vm := &vms[i]
+		id := vm.Reference().Value
+		seen[id] = true
+		g.mu.Lock()
+		gs := g.guests[id]
+		g.mu.Unlock()
+		if gs == nil {
+			if vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn {
+				continue
+			}
+			gs = g.boot(ctx, vm, now)
+			g.mu.Lock()
+			g.guests[id] = gs
+			g.mu.Unlock()
+		}
+		if err := g.advance(ctx, gs, now); err != nil {
+			return err
+		}
+	}
+	g.mu.Lock()
+	for id := range g.guests {
+		if !seen[id] {
+			delete(g.guests, id) // the VM was destroyed: its OS with it
+		}
+	}
+	g.mu.Unlock()
+	return nil
+}
+
+// boot is a guest's first look at its VM: it reads and checks its data.
+func (g *Guests) boot(ctx context.Context, vm *mo.VirtualMachine, now time.Time) *guest {
+	gs := &guest{vmName: vm.Name, poweredOn: now}
+	extra := map[string]string{}
+	if vm.Config != nil {
+		for _, o := range vm.Config.ExtraConfig {
+			if ov := o.GetOptionValue(); ov != nil {
+				if s, ok := ov.Value.(string); ok {
+					extra[ov.Key] = s
+				}
+			}
+		}
+	}
+	if extra["guestinfo.userdata"] == "" {
+		gs.state = ignored // not a machine of capwin's: the inventory's own VMs
+		return gs
+	}
+	node, err := g.check(ctx, vm, extra)
+	if err != nil {
+		gs.state = rejected
+		g.mu.Lock()
+		g.rejected[vm.Name] = err.Error()
+		g.mu.Unlock()
+		g.log.Info("Guest refused its user data", "vm", vm.Name, "reason", err.Error())
+		return gs
+	}
+	gs.node = node
+	g.mu.Lock()
+	gs.failure = g.failure(node.Name)
+	g.mu.Unlock()
+	gs.readyAt = now.Add(g.bootDelay)
+	return gs
+}
+
+// advance registers the Node once booted and plays the failure modes.
+func (g *Guests) advance(ctx context.Context, gs *guest, now time.Time) error {
+	switch gs.state {
+	case booting:
+		if now.Before(gs.readyAt) {
+			return nil
+		}
+		ready := gs.failure != NeverReady
+		if err := g.register(ctx, gs.node, ready); err != nil {
+			return err
+		}
+		gs.state = registered
+		g.mu.Lock()
+		g.joined = append(g.joined, gs.node.Name)
+		g.mu.Unlock()
+		g.log.Info("Node registered", "node", gs.node.Name, "vm", gs.vmName, "ready", ready)
+	case registered:
+		if gs.failure == ReadyThenNotReady && now.After(gs.readyAt.Add(max(g.bootDelay, time.Second))) {
+			if err := g.setReady(ctx, gs.node.Name, false); err != nil {
+				return err
+			}
+			gs.state = degraded
+			g.log.Info("Node went NotReady", "node", gs.node.Name)
+		}
+	}
+	return nil
+}
+
+// check reads the VM's guestinfo as the node would and returns the Node it
+// would register.
+func (g *Guests) check(ctx context.Context, vm *mo.VirtualMachine, extra map[string]string) (*corev1.Node, error) {
+	userData, err := decodeGuestinfo(extra, "guestinfo.userdata")
+	if err != nil {
+		return nil, err
+	}
+	metaData, err := decodeGuestinfo(extra, "guestinfo.metadata")
+	if err != nil {
+		return nil, err
+	}
+	var meta struct {
+		LocalHostname string `json:"local-hostname"`
+	}
+	if err := yaml.Unmarshal(metaData, &meta); err != nil || meta.LocalHostname == "" {
+		return nil, fmt.Errorf("guestinfo.metadata has no local-hostname (%v)", err)
+	}
+	if vm.Config == nil || vm.Config.Uuid == "" {
+		return nil, errors.New("the VM has no BIOS UUID")
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: meta.LocalHostname, Labels: map[string]string{
+			corev1.LabelHostname:   meta.LocalHostname,
+			corev1.LabelArchStable: "amd64",
+		}},
+		Spec: corev1.NodeSpec{ProviderID: "vsphere://" + vm.Config.Uuid},
+	}
+	if !bytes.HasPrefix(userData, []byte("#ps1_sysnative")) {
+		// A Linux machine (the control plane): cloud-init's data is not
+		// capwin's to check.
+		node.Labels[corev1.LabelOSStable] = "linux"
+		node.Status.NodeInfo = corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "amd64"}
+		return node, nil
+	}
+
+	data, err := payload.ParseScript(userData)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := nodeconfig.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("node configuration: %w", err)
+	}
+	if cfg.NodeName != meta.LocalHostname {
+		return nil, fmt.Errorf("node name %q is not the VM's host name %q", cfg.NodeName, meta.LocalHostname)
+	}
+	if !slices.Contains(cfg.Join.CACertHashes, g.caHash) {
+		return nil, fmt.Errorf("no CA hash of %v is the workload cluster's CA (%s)", cfg.Join.CACertHashes, g.caHash)
+	}
+	if err := g.checkToken(ctx, cfg.Join.Token); err != nil {
+		return nil, err
+	}
+	node.Labels[corev1.LabelOSStable] = "windows"
+	if cfg.WindowsBuild != "" {
+		node.Labels[corev1.LabelWindowsBuild] = cfg.WindowsBuild
+	}
+	for k, v := range cfg.Labels {
+		node.Labels[k] = v
+	}
+	for _, t := range cfg.Taints {
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+	node.Status.NodeInfo = corev1.NodeSystemInfo{
+		OperatingSystem: "windows", Architecture: "amd64",
+		KubeletVersion: cfg.KubernetesVersion, KernelVersion: cfg.WindowsBuild,
+	}
+	return node, nil
+}
+
+// checkToken does what kubeadm join's TLS bootstrap relies on: the token's
+// Secret exists, matches, may authenticate and has not expired.
+func (g *Guests) checkToken(ctx context.Context, token string) error {
+	id, secret, ok := strings.Cut(token, ".")
+	if !ok {
+		return errors.New("the bootstrap token is not id.secret")
+	}
+	s := &corev1.Secret{}
+	if err := g.workload.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}, s); err != nil {
+		return fmt.Errorf("bootstrap token %s: %w", id, err)
+	}
+	if string(s.Data["token-secret"]) != secret {
+		return fmt.Errorf("bootstrap token %s: the secret does not match", id)
+	}
+	if string(s.Data["usage-bootstrap-authentication"]) != "true" {
+		return fmt.Errorf("bootstrap token %s may not authenticate", id)
+	}
+	if exp := string(s.Data["expiration"]); exp != "" {
+		t, err := time.Parse(time.RFC3339, exp)
+		if err != nil {
+			return fmt.Errorf("bootstrap token %s: expiration %q: %w", id, exp, err)
+		}
+		if time.Now().After(t) {
+			return fmt.Errorf("bootstrap token %s expired at %s", id, exp)
+		}
+	}
+	return nil
+}
+
+func (g *Guests) register(ctx context.Context, node *corev1.Node, ready bool) error {
+	n := node.DeepCopy()
+	if err := g.workload.Create(ctx, n); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("registering Node %s: %w", node.Name, err)
+	}
+	return g.updateStatus(ctx, node.Name, &node.Status.NodeInfo, ready)
+}
+
+func (g *Guests) setReady(ctx context.Context, name string, ready bool) error {
+	return g.updateStatus(ctx, name, nil, ready)
+}
+
+// updateStatus writes the Node's Ready condition and, when given, its
+// system information (the kubelet's first status update).
+func (g *Guests) updateStatus(ctx context.Context, name string, info *corev1.NodeSystemInfo, ready bool) error {
+	n := &corev1.Node{}
+	if err := g.workload.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if info != nil {
+		n.Status.NodeInfo = *info
+	}
+	cond := corev1.NodeCondition{
+		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+	}
+	if !ready {
+		cond.Status, cond.Reason, cond.Message = corev1.ConditionFalse, "KubeletNotReady", "container runtime network not ready"
+	}
+	n.Status.Conditions = []corev1.NodeCondition{cond}
+	return client.IgnoreNotFound(g.workload.Status().Update(ctx, n))
+}
+
+// decodeGuestinfo returns a guestinfo key's value, decoded as its .encoding
+// key says.
+func decodeGuestinfo(extra map[string]string, key string) ([]byte, error) {
+	v := extra[key]
+	switch enc := extra[key+".encoding"]; enc {
+	case "":
+		return []byte(v), nil
+	case "base64", "b64":
+		return base64.StdEncoding.DecodeString(v)
+	case "gzip+base64", "gz+b64":
+		raw, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		return io.ReadAll(zr)
+	default:
+		return nil, fmt.Errorf("%s.encoding %q is not one cloud-init or cloudbase-init reads", key, enc)
+	}
+}
+
+// spkiHash is kubeadm's discovery hash of a PEM certificate.
+func spkiHash(caPEM []byte) (string, error) {
+	block, _ := pem.Decode(caPEM)
+	if block == nil {
+		return "", errors.New("no PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}

@@ -1,0 +1,311 @@
+// Package sim composes, in one process, everything a capwin cluster needs
+// with simulators in place of the data centre: an envtest management API
+// server with capwin's and Cluster API's CRDs and webhooks, the real Cluster
+// API core reconcilers and webhooks, capwin's controllers (as capwin-manager
+// runs them), govmomi's vcsim as the vCenter, a second envtest API server as
+// the workload cluster, and a guest simulator that plays each VM's operating
+// system: it reads the VM's user data, checks it as a node would and
+// registers the Node.
+//
+// `capwin dev` and the end-to-end tests (test/e2e) run on it.
+package sim
+
+import (
+	"context"
+	"crypto/sha1" //nolint:gosec // vCenter thumbprints are SHA-1 or SHA-256; this is the SHA-1 one.
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/vmware/govmomi/simulator"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"sigs.k8s.io/cluster-api/core/setup"
+
+	capwinmanager "github.com/capwin/capwin/internal/manager"
+	"github.com/capwin/capwin/test/envtest"
+	"github.com/capwin/capwin/webhooks"
+)
+
+// The vCenter simulator's account, and where capwin-manager runs.
+const (
+	VCenterUser         = "capwin@vsphere.local"
+	VCenterPassword     = "capwin-simulated"
+	ControllerNamespace = "capwin-system"
+)
+
+// Options configure a simulation.
+type Options struct {
+	// BootDelay is how long a VM takes from power-on to a Ready Node.
+	BootDelay time.Duration
+	// Log receives the controllers' and the guests' logs; discarded when
+	// unset.
+	Log logr.Logger
+}
+
+// Sim is a running simulation.
+type Sim struct {
+	// Management is the management cluster: Cluster API and capwin run
+	// against it.
+	Management *envtest.Environment
+	// Workload is the workload cluster's API server; the guests register
+	// their Nodes in it.
+	Workload *envtest.Environment
+	// VCenter is the simulated vCenter.
+	VCenter *VCenter
+	// Guests plays the VMs' operating systems.
+	Guests *Guests
+
+	log logr.Logger
+
+	mu         sync.Mutex
+	stopCAPI   func() error
+	stopCapwin func() error
+	stopGuests func()
+}
+
+// VCenter is a vcsim vCenter listening on a local TLS port.
+type VCenter struct {
+	// Host is host:port.
+	Host string
+	// Thumbprint is the SHA-1 thumbprint of its certificate, as vCenter
+	// shows it.
+	Thumbprint string
+
+	model  *simulator.Model
+	server *simulator.Server
+}
+
+// URL is the vCenter's SDK URL with its credentials.
+func (v *VCenter) URL() *url.URL {
+	return &url.URL{Scheme: "https", Host: v.Host, Path: "/sdk", User: url.UserPassword(VCenterUser, VCenterPassword)}
+}
+
+func startVCenter() (*VCenter, error) {
+	model := simulator.VPX()
+	if err := model.Create(); err != nil {
+		return nil, fmt.Errorf("creating the vCenter model: %w", err)
+	}
+	model.Service.TLS = new(tls.Config)
+	model.Service.Listen = &url.URL{User: url.UserPassword(VCenterUser, VCenterPassword)}
+	srv := model.Service.NewServer()
+	cert := srv.Certificate()
+	if cert == nil {
+		srv.Close()
+		model.Remove()
+		return nil, errors.New("the vCenter simulator serves no certificate")
+	}
+	sum := sha1.Sum(cert.Raw) //nolint:gosec // see the import
+	hex := make([]string, len(sum))
+	for i, b := range sum {
+		hex[i] = fmt.Sprintf("%02X", b)
+	}
+	return &VCenter{Host: srv.URL.Host, Thumbprint: strings.Join(hex, ":"), model: model, server: srv}, nil
+}
+
+func (v *VCenter) stop() {
+	v.server.Close()
+	v.model.Remove()
+}
+
+// Start starts the management and workload API servers, the vCenter
+// simulator, Cluster API's and capwin's controllers and the guests.
+func Start(ctx context.Context, opts Options) (s *Sim, err error) {
+	if opts.Log.GetSink() == nil {
+		opts.Log = logr.Discard()
+	}
+	ctrl.SetLogger(opts.Log)
+	s = &Sim{log: opts.Log}
+	defer func() {
+		if err != nil {
+			_ = s.Stop()
+		}
+	}()
+
+	// The two API servers start together: each takes a few seconds.
+	var wg sync.WaitGroup
+	var mgmtErr, workloadErr error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		s.Management, mgmtErr = envtest.Start(ctx, envtest.Options{Webhooks: true, CAPIWebhooks: true})
+	}()
+	go func() {
+		defer wg.Done()
+		s.Workload, workloadErr = envtest.Start(ctx, envtest.Options{WithoutCRDs: true})
+	}()
+	wg.Wait()
+	if err := errors.Join(mgmtErr, workloadErr); err != nil {
+		return s, fmt.Errorf("starting the API servers: %w", err)
+	}
+	if s.VCenter, err = startVCenter(); err != nil {
+		return s, err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ControllerNamespace}}
+	if err := s.Management.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return s, fmt.Errorf("creating namespace %s: %w", ControllerNamespace, err)
+	}
+	if err := s.startCAPI(ctx); err != nil {
+		return s, err
+	}
+	if err := s.StartCapwin(ctx); err != nil {
+		return s, err
+	}
+	s.Guests, err = newGuests(ctx, s.VCenter.URL(), s.Workload.Client, s.Workload.Config.CAData, opts.BootDelay, opts.Log.WithName("guest"))
+	if err != nil {
+		return s, err
+	}
+	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); s.Guests.run(gctx) }()
+	s.stopGuests = func() { cancel(); <-done }
+	return s, nil
+}
+
+// startCAPI runs what Cluster API's core manager runs: the core reconcilers
+// and, on the environment's one webhook server, Cluster API's webhooks and
+// capwin's (a cluster's webhooks all answer on one address in envtest).
+func (s *Sim) startCAPI(ctx context.Context) error {
+	mgr, err := s.Management.NewManager(func(o *manager.Options) { o.Logger = s.log.WithName("capi") })
+	if err != nil {
+		return err
+	}
+	cc, err := envtest.SetupCoreReconcilers(ctx, mgr)
+	if err != nil {
+		return err
+	}
+	if err := envtest.SetupCoreWebhooks(mgr, cc); err != nil {
+		return fmt.Errorf("setting up Cluster API's webhooks: %w", err)
+	}
+	// capwin's webhooks: the reconcilers run in a manager of their own
+	// (StartCapwin), so that they can be restarted on their own.
+	if err := errors.Join(webhooks.SetupInfrastructure(mgr), webhooks.SetupBootstrap(mgr)); err != nil {
+		return fmt.Errorf("setting up capwin's webhooks: %w", err)
+	}
+	stop, err := s.Management.StartManager(context.WithoutCancel(ctx), mgr)
+	if err != nil {
+		if stop != nil {
+			_ = stop()
+		}
+		return fmt.Errorf("starting Cluster API's controllers: %w", err)
+	}
+	s.stopCAPI = stop
+	return nil
+}
+
+// StartCapwin starts capwin's controllers (both providers) as capwin-manager
+// runs them. It is how a test restarts them after StopCapwin.
+func (s *Sim) StartCapwin(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopCapwin != nil {
+		return errors.New("capwin's controllers are already running")
+	}
+	mgr, err := s.Management.NewManager(func(o *manager.Options) {
+		o.Logger = s.log.WithName("capwin")
+		// As capwin-manager: Secrets and ConfigMaps read uncached, the
+		// clusters' Secrets cached for the ClusterCache.
+		o.Cache = capwinmanager.CacheOptions(10 * time.Minute)
+		o.Client = setup.ManagerClientOptions()
+		o.WebhookServer = nil
+	})
+	if err != nil {
+		return err
+	}
+	err = capwinmanager.Setup(ctx, mgr, capwinmanager.Options{
+		Providers:   []string{capwinmanager.ProviderInfrastructure, capwinmanager.ProviderBootstrap},
+		Namespace:   ControllerNamespace,
+		Concurrency: 10,
+		Name:        "capwin-manager",
+	})
+	if err != nil {
+		return err
+	}
+	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	stop := func() error { cancel(); return <-done }
+	if !mgr.GetCache().WaitForCacheSync(mctx) {
+		_ = stop()
+		return errors.New("capwin's controllers: caches did not sync")
+	}
+	s.stopCapwin = stop
+	return nil
+}
+
+// StopCapwin stops capwin's controllers, as a crash or an upgrade of
+// capwin-manager would; Cluster API's keep running.
+func (s *Sim) StopCapwin() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopCapwin == nil {
+		return nil
+	}
+	err := s.stopCapwin()
+	s.stopCapwin = nil
+	return err
+}
+
+// Stop stops everything, controllers first, and removes the API servers'
+// data.
+func (s *Sim) Stop() error {
+	var errs []error
+	if s.stopGuests != nil {
+		s.stopGuests()
+	}
+	errs = append(errs, s.StopCapwin())
+	if s.stopCAPI != nil {
+		errs = append(errs, s.stopCAPI())
+	}
+	if s.VCenter != nil {
+		s.VCenter.stop()
+	}
+	for _, e := range []*envtest.Environment{s.Management, s.Workload} {
+		if e != nil {
+			errs = append(errs, e.Stop())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// WriteKubeconfigs writes a kubeconfig for each API server into dir and
+// returns their paths.
+func (s *Sim) WriteKubeconfigs(dir string) (management, workload string, err error) {
+	management = filepath.Join(dir, "management.kubeconfig")
+	workload = filepath.Join(dir, "workload.kubeconfig")
+	for path, cfg := range map[string]*rest.Config{management: s.Management.Config, workload: s.Workload.Config} {
+		data, err := Kubeconfig(cfg, "sim")
+		if err != nil {
+			return "", "", err
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return "", "", err
+		}
+	}
+	return management, workload, nil
+}
+
+// Kubeconfig renders cfg (an envtest admin configuration) as a kubeconfig
+// with one context named name.
+func Kubeconfig(cfg *rest.Config, name string) ([]byte, error) {
+	c := clientcmdapi.NewConfig()
+	c.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	c.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	c.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	c.CurrentContext = name
+	return clientcmd.Write(*c)
+}
