@@ -73,7 +73,8 @@ func windowsMachines(ctx context.Context, g Gomega, o sim.ClusterOptions) []clus
 }
 
 // waitRunning waits until the Windows MachineDeployment has exactly n
-// Machines, all Running with a Ready Windows Node, and returns them.
+// Machines, all Running and Ready (their Windows Node Ready and healthy),
+// and returns them.
 func waitRunning(t *testing.T, o sim.ClusterOptions, n int) []clusterv1.Machine {
 	t.Helper()
 	var ms []clusterv1.Machine
@@ -87,6 +88,7 @@ func waitRunning(t *testing.T, o sim.ClusterOptions, n int) []clusterv1.Machine 
 			g.Expect(s.Workload.Client.Get(t.Context(), client.ObjectKey{Name: m.Status.NodeRef.Name}, node)).To(Succeed())
 			g.Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelOSStable, "windows"))
 			g.Expect(node.Spec.ProviderID).To(Equal(m.Spec.ProviderID))
+			g.Expect(conditions.IsTrue(&m, clusterv1.MachineReadyCondition)).To(BeTrue(), "Machine %s Ready", m.Name)
 		}
 	}, wait, 200*time.Millisecond).Should(Succeed())
 	return ms

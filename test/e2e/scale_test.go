@@ -2,12 +2,71 @@ package e2e
 
 import (
 	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 )
 
+// TestScaleWindowsZeroToFiveToZero scales the flavor's Windows
+// MachineDeployment up to five and back to none: five VMs, five Windows
+// Nodes, then no VM, Node, HybridMachine, WindowsKubeadmConfig or bootstrap
+// data Secret left.
 func TestScaleWindowsZeroToFiveToZero(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
 	o := newCluster(t, 0)
+
 	scale(t, o, 5)
 	ms := waitRunning(t, o, 5)
-	t.Log(describe(ms))
+	g.Expect(vms(t, o.Name+"-windows-")).To(HaveLen(5))
+	var nodes []string
+	for _, m := range ms {
+		nodes = append(nodes, m.Status.NodeRef.Name)
+		node := &corev1.Node{}
+		g.Expect(s.Workload.Client.Get(ctx, client.ObjectKey{Name: m.Status.NodeRef.Name}, node)).To(Succeed())
+		g.Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelWindowsBuild, "10.0.20348"))
+		g.Expect(node.Spec.Taints).To(ContainElement(HaveField("Key", "os")))
+	}
+	// The flavor's add-ons reached the workload cluster through Cluster
+	// API's ClusterResourceSets.
+	g.Eventually(func(g Gomega) {
+		rc := &nodev1.RuntimeClass{}
+		g.Expect(s.Workload.Client.Get(ctx, client.ObjectKey{Name: "windows-2022"}, rc)).To(Succeed())
+		g.Expect(rc.Scheduling.NodeSelector).To(HaveKeyWithValue(corev1.LabelWindowsBuild, "10.0.20348"))
+	}, wait, 200*time.Millisecond).Should(Succeed())
+
+	scale(t, o, 0)
+	g.Eventually(func(g Gomega) {
+		g.Expect(windowsMachines(ctx, g, o)).To(BeEmpty())
+		g.Expect(vms(t, o.Name+"-windows-")).To(BeEmpty(), "Windows VMs left in vCenter")
+		hms := &infrav1.HybridMachineList{}
+		g.Expect(s.Management.Client.List(ctx, hms, client.InNamespace(o.Namespace))).To(Succeed())
+		g.Expect(hms.Items).To(HaveLen(1), "only the control plane's HybridMachine is left")
+		configs := &bootstrapv1.WindowsKubeadmConfigList{}
+		g.Expect(s.Management.Client.List(ctx, configs, client.InNamespace(o.Namespace))).To(Succeed())
+		g.Expect(configs.Items).To(BeEmpty())
+		for _, m := range ms {
+			err := s.Management.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: m.Spec.Bootstrap.ConfigRef.Name}, &corev1.Secret{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "bootstrap data Secret %s left", m.Spec.Bootstrap.ConfigRef.Name)
+		}
+		for _, n := range nodes {
+			err := s.Workload.Client.Get(ctx, client.ObjectKey{Name: n}, &corev1.Node{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Node %s left", n)
+		}
+	}, wait, 200*time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		md := &clusterv1.MachineDeployment{}
+		g.Expect(s.Management.Client.Get(ctx, windowsMD(o), md)).To(Succeed())
+		g.Expect(md.Status.Replicas).To(HaveValue(BeZero()))
+	}, wait, 200*time.Millisecond).Should(Succeed())
 	noRejections(t)
 }

@@ -109,18 +109,6 @@ func (s *Sim) CreateCluster(ctx context.Context, o ClusterOptions) ([]*unstructu
 	if err := client.IgnoreAlreadyExists(c.Create(ctx, ns)); err != nil {
 		return nil, err
 	}
-	kubeconfig, err := Kubeconfig(s.Workload.Config, o.Name)
-	if err != nil {
-		return nil, err
-	}
-	for _, sec := range []*corev1.Secret{
-		clusterSecret(o, secret.Name(o.Name, secret.ClusterCA), map[string][]byte{secret.TLSCrtDataName: s.Workload.Config.CAData}),
-		clusterSecret(o, secret.Name(o.Name, secret.Kubeconfig), map[string][]byte{secret.KubeconfigDataName: kubeconfig}),
-	} {
-		if err := c.Create(ctx, sec); err != nil {
-			return nil, fmt.Errorf("creating Secret %s: %w", sec.Name, err)
-		}
-	}
 	var created []*unstructured.Unstructured
 	var cpTemplate *unstructured.Unstructured
 	for _, obj := range objs {
@@ -142,7 +130,25 @@ func (s *Sim) CreateCluster(ctx context.Context, o ClusterOptions) ([]*unstructu
 	if cpTemplate == nil {
 		return created, fmt.Errorf("the flavor has no HybridMachineTemplate %s-control-plane", o.Name)
 	}
-	if err := s.controlPlane(ctx, o, cpTemplate); err != nil {
+	cluster := &clusterv1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, cluster); err != nil {
+		return created, err
+	}
+	owner := metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID}
+	kubeconfig, err := Kubeconfig(s.Workload.Config, o.Name)
+	if err != nil {
+		return created, err
+	}
+	for _, sec := range []*corev1.Secret{
+		clusterSecret(o, secret.Name(o.Name, secret.ClusterCA), map[string][]byte{secret.TLSCrtDataName: s.Workload.Config.CAData}),
+		clusterSecret(o, secret.Name(o.Name, secret.Kubeconfig), map[string][]byte{secret.KubeconfigDataName: kubeconfig}),
+	} {
+		sec.OwnerReferences = []metav1.OwnerReference{owner}
+		if err := c.Create(ctx, sec); err != nil {
+			return created, fmt.Errorf("creating Secret %s: %w", sec.Name, err)
+		}
+	}
+	if err := s.controlPlane(ctx, o, cpTemplate, owner); err != nil {
 		return created, err
 	}
 	return created, nil
@@ -157,7 +163,7 @@ func (s *Sim) CreateCluster(ctx context.Context, o ClusterOptions) ([]*unstructu
 // runs the control plane as Machines, which Cluster API supports for
 // clusters without a controlPlaneRef: the Cluster is initialised when a
 // control-plane Machine has a Node.
-func (s *Sim) controlPlane(ctx context.Context, o ClusterOptions, tmpl *unstructured.Unstructured) error {
+func (s *Sim) controlPlane(ctx context.Context, o ClusterOptions, tmpl *unstructured.Unstructured, owner metav1.OwnerReference) error {
 	c := s.Management.Client
 	hmt := &infrav1.HybridMachineTemplate{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(tmpl), hmt); err != nil {
@@ -168,6 +174,7 @@ func (s *Sim) controlPlane(ctx context.Context, o ClusterOptions, tmpl *unstruct
 		"value":  []byte("#cloud-config\n# A Linux control-plane node of the capwin simulation.\n"),
 		"format": []byte("cloud-config"),
 	})
+	data.OwnerReferences = []metav1.OwnerReference{owner}
 	if err := c.Create(ctx, data); err != nil {
 		return err
 	}

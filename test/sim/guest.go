@@ -114,10 +114,14 @@ func newGuests(ctx context.Context, vcURL *url.URL, workload client.Client, caPE
 	}, nil
 }
 
-// SetFailure decides, by node name, how guests that boot from now on behave.
+// SetFailure decides, by node name, how guests that boot from now on behave;
+// nil makes them all healthy.
 func (g *Guests) SetFailure(f func(nodeName string) Failure) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if f == nil {
+		f = func(string) Failure { return Healthy }
+	}
 	g.failure = f
 }
 
@@ -380,14 +384,28 @@ func (g *Guests) updateStatus(ctx context.Context, name string, info *corev1.Nod
 	if info != nil {
 		n.Status.NodeInfo = *info
 	}
+	now := metav1.Now()
 	cond := corev1.NodeCondition{
 		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+		LastHeartbeatTime: now, LastTransitionTime: now,
 	}
 	if !ready {
 		cond.Status, cond.Reason, cond.Message = corev1.ConditionFalse, "KubeletNotReady", "container runtime network not ready"
 	}
-	n.Status.Conditions = []corev1.NodeCondition{cond}
+	// The kubelet's other conditions, as a healthy Windows kubelet reports
+	// them; Cluster API's NodeHealthy looks at them all.
+	conds := []corev1.NodeCondition{cond}
+	for _, c := range []struct {
+		t      corev1.NodeConditionType
+		reason string
+	}{
+		{corev1.NodeMemoryPressure, "KubeletHasSufficientMemory"},
+		{corev1.NodeDiskPressure, "KubeletHasNoDiskPressure"},
+		{corev1.NodePIDPressure, "KubeletHasSufficientPID"},
+	} {
+		conds = append(conds, corev1.NodeCondition{Type: c.t, Status: corev1.ConditionFalse, Reason: c.reason, LastHeartbeatTime: now, LastTransitionTime: now})
+	}
+	n.Status.Conditions = conds
 	return client.IgnoreNotFound(g.workload.Status().Update(ctx, n))
 }
 

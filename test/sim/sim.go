@@ -170,9 +170,10 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 		return s, err
 	}
 	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() { defer close(done); s.Guests.run(gctx) }()
-	s.stopGuests = func() { cancel(); <-done }
+	var done sync.WaitGroup
+	done.Go(func() { s.Guests.run(gctx) })
+	done.Go(func() { collectGarbage(gctx, s.Management.Client, opts.Log.WithName("gc")) })
+	s.stopGuests = func() { cancel(); done.Wait() }
 	return s, nil
 }
 

@@ -1,0 +1,218 @@
+package e2e
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/test/sim"
+)
+
+// TestRollingUpdateReplacesEveryVM points the Windows MachineDeployment at a
+// new HybridMachineTemplate: Cluster API rolls the Machines over, each new
+// VM is cloned from the new template and every old VM is destroyed.
+func TestRollingUpdateReplacesEveryVM(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	o := newCluster(t, 2)
+	old := waitRunning(t, o, 2)
+	oldVMs := vms(t, o.Name+"-windows-")
+	g.Expect(oldVMs).To(HaveLen(2))
+
+	tmpl := &infrav1.HybridMachineTemplate{}
+	g.Expect(s.Management.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name + "-windows"}, tmpl)).To(Succeed())
+	next := &infrav1.HybridMachineTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name + "-windows-v2"},
+		Spec:       tmpl.Spec,
+	}
+	next.Spec.Template.Spec.VSphere.NumCPUs = 8
+	g.Expect(s.Management.Client.Create(ctx, next)).To(Succeed())
+	md := &clusterv1.MachineDeployment{}
+	g.Expect(s.Management.Client.Get(ctx, windowsMD(o), md)).To(Succeed())
+	patch := client.MergeFrom(md.DeepCopy())
+	md.Spec.Template.Spec.InfrastructureRef.Name = next.Name
+	g.Expect(s.Management.Client.Patch(ctx, md, patch)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		ms := windowsMachines(ctx, g, o)
+		g.Expect(ms).To(HaveLen(2))
+		for _, m := range ms {
+			g.Expect(m.Status.Phase).To(Equal(string(clusterv1.MachinePhaseRunning)))
+			for _, o := range old {
+				g.Expect(m.Name).NotTo(Equal(o.Name), "an old Machine is still there")
+			}
+			hm := &infrav1.HybridMachine{}
+			g.Expect(s.Management.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}, hm)).To(Succeed())
+			g.Expect(hm.Spec.VSphere.NumCPUs).To(Equal(int32(8)))
+		}
+		now := vms(t, o.Name+"-windows-")
+		g.Expect(now).To(HaveLen(2), "VMs in vCenter: %v", now)
+		for _, vm := range oldVMs {
+			g.Expect(now).NotTo(ContainElement(vm), "old VM %s not destroyed", vm)
+		}
+	}, wait, 200*time.Millisecond).Should(Succeed())
+	noRejections(t)
+}
+
+// TestMachineHealthCheckReplacesNeverReadyNode: the first Windows node of
+// the cluster registers and never becomes Ready; a MachineHealthCheck on the
+// Windows MachineDeployment deletes its Machine and Cluster API makes a new
+// one, whose node is healthy.
+func TestMachineHealthCheckReplacesNeverReadyNode(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	o := newCluster(t, 0)
+
+	var sick atomic.Value
+	s.Guests.SetFailure(func(node string) sim.Failure {
+		if sick.CompareAndSwap(nil, node) {
+			return sim.NeverReady
+		}
+		return sim.Healthy
+	})
+	t.Cleanup(func() { s.Guests.SetFailure(nil) })
+
+	mhc := &clusterv1.MachineHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name + "-windows"},
+		Spec: clusterv1.MachineHealthCheckSpec{
+			ClusterName: o.Name,
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{
+				clusterv1.MachineDeploymentNameLabel: o.Name + "-windows"}},
+			Checks: clusterv1.MachineHealthCheckChecks{
+				NodeStartupTimeoutSeconds: ptr.To[int32](60),
+				UnhealthyNodeConditions: []clusterv1.UnhealthyNodeCondition{
+					{Type: corev1.NodeReady, Status: corev1.ConditionFalse, TimeoutSeconds: ptr.To[int32](3)},
+					{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, TimeoutSeconds: ptr.To[int32](3)},
+				},
+			},
+		},
+	}
+	g.Expect(s.Management.Client.Create(ctx, mhc)).To(Succeed())
+	scale(t, o, 1)
+
+	var first clusterv1.Machine
+	g.Eventually(func(g Gomega) {
+		ms := windowsMachines(ctx, g, o)
+		g.Expect(ms).To(HaveLen(1))
+		g.Expect(ms[0].Status.NodeRef.IsDefined()).To(BeTrue())
+		first = ms[0]
+	}, wait, 200*time.Millisecond).Should(Succeed())
+	g.Expect(sick.Load()).To(Equal(first.Status.NodeRef.Name), "the first node is the sick one")
+
+	ms := waitRunning(t, o, 1)
+	g.Expect(ms[0].Name).NotTo(Equal(first.Name), "the unhealthy Machine was replaced")
+	g.Expect(ms[0].Status.NodeRef.Name).NotTo(Equal(first.Status.NodeRef.Name))
+	node := &corev1.Node{}
+	g.Expect(s.Workload.Client.Get(ctx, client.ObjectKey{Name: ms[0].Status.NodeRef.Name}, node)).To(Succeed())
+	g.Expect(node.Status.Conditions).To(ContainElement(And(HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue))))
+	g.Eventually(func() []string { return vms(t, o.Name+"-windows-") }, wait, 200*time.Millisecond).Should(HaveLen(1), "the sick node's VM is destroyed")
+	noRejections(t)
+}
+
+// TestControllerRestartMidScaleUp stops capwin's controllers while VMs are
+// being cloned and starts them again: every machine ends with exactly one
+// VM.
+func TestControllerRestartMidScaleUp(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	o := newCluster(t, 0)
+	scale(t, o, 4)
+	// Stop as soon as the first clone has been asked for.
+	g.Eventually(func(g Gomega) {
+		n := 0
+		for _, hm := range hybridMachines(ctx, g, o) {
+			_, controlPlane := hm.Labels[clusterv1.MachineControlPlaneLabel]
+			if !controlPlane && (hm.Status.VSphere.TaskRef != "" || hm.Spec.ProviderID != "") {
+				n++
+			}
+		}
+		g.Expect(n).To(BeNumerically(">=", 1))
+	}, wait, 10*time.Millisecond).Should(Succeed())
+	g.Expect(s.StopCapwin()).To(Succeed())
+	time.Sleep(time.Second)
+	g.Expect(s.StartCapwin(ctx)).To(Succeed())
+
+	ms := waitRunning(t, o, 4)
+	names := vms(t, o.Name+"-windows-")
+	g.Expect(names).To(HaveLen(4), "one VM per machine: %v", names)
+	for _, m := range ms {
+		g.Expect(names).To(ContainElement(m.Spec.InfrastructureRef.Name))
+	}
+	noRejections(t)
+}
+
+// TestPausedClusterChangesNothing: while the Cluster is paused, scaling its
+// MachineDeployment creates no Machine and no VM; unpaused, it scales.
+func TestPausedClusterChangesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	o := newCluster(t, 1)
+	before := waitRunning(t, o, 1)
+	vmsBefore := vms(t, o.Name)
+
+	setPaused(t, o, true)
+	scale(t, o, 3)
+	g.Consistently(func(g Gomega) {
+		ms := windowsMachines(ctx, g, o)
+		g.Expect(ms).To(HaveLen(1))
+		g.Expect(ms[0].Name).To(Equal(before[0].Name))
+		g.Expect(vms(t, o.Name)).To(Equal(vmsBefore))
+	}, 5*time.Second, 250*time.Millisecond).Should(Succeed())
+
+	setPaused(t, o, false)
+	waitRunning(t, o, 3)
+	noRejections(t)
+}
+
+func setPaused(t *testing.T, o sim.ClusterOptions, paused bool) {
+	t.Helper()
+	g := NewWithT(t)
+	c := &clusterv1.Cluster{}
+	g.Expect(s.Management.Client.Get(t.Context(), client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, c)).To(Succeed())
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.Paused = ptr.To(paused)
+	g.Expect(s.Management.Client.Patch(t.Context(), c, patch)).To(Succeed())
+}
+
+// TestClusterDeletionLeavesNothing deletes a cluster with Windows workers:
+// every VM, Machine, HybridMachine and Secret of the cluster goes.
+func TestClusterDeletionLeavesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	o := newCluster(t, 2)
+	waitRunning(t, o, 2)
+	g.Expect(vms(t, o.Name)).To(HaveLen(3))
+
+	c := &clusterv1.Cluster{}
+	g.Expect(s.Management.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, c)).To(Succeed())
+	g.Expect(s.Management.Client.Delete(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := s.Management.Client.Get(ctx, client.ObjectKeyFromObject(c), &clusterv1.Cluster{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Cluster is gone")
+		g.Expect(vms(t, o.Name)).To(BeEmpty(), "VMs left in vCenter")
+		g.Expect(hybridMachines(ctx, g, o)).To(BeEmpty())
+		ms := &clusterv1.MachineList{}
+		g.Expect(s.Management.Client.List(ctx, ms, client.InNamespace(o.Namespace))).To(Succeed())
+		g.Expect(ms.Items).To(BeEmpty())
+		secrets := &corev1.SecretList{}
+		g.Expect(s.Management.Client.List(ctx, secrets, client.InNamespace(o.Namespace))).To(Succeed())
+		var left []string
+		for _, sec := range secrets.Items {
+			left = append(left, sec.Name)
+		}
+		// The vCenter credentials are the user's, applied with the flavor
+		// and not owned by the cluster: clusterctl delete leaves them too.
+		g.Expect(left).To(ConsistOf(o.Name+"-vsphere-credentials"), "Secrets left")
+	}, wait, 250*time.Millisecond).Should(Succeed())
+	noRejections(t)
+}
