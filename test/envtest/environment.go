@@ -54,6 +54,10 @@ type Options struct {
 	// WithoutCRDs starts a bare API server, as a workload cluster has.
 	WithoutCRDs bool
 
+	// StopTimeout is how long Stop waits for kube-apiserver and etcd to
+	// stop before killing them; a minute when zero.
+	StopTimeout time.Duration
+
 	// ExtraCRDDirectories are installed too (cert-manager's, say).
 	ExtraCRDDirectories []string
 }
@@ -102,6 +106,9 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 	// loaded 2-core machine.
 	env.ControlPlaneStartTimeout = 2 * time.Minute
 	env.ControlPlaneStopTimeout = time.Minute
+	if opts.StopTimeout > 0 {
+		env.ControlPlaneStopTimeout = opts.StopTimeout
+	}
 
 	cfg, err := env.Start()
 	if err != nil {

@@ -146,7 +146,11 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 	}()
 	go func() {
 		defer wg.Done()
-		s.Workload, workloadErr = envtest.Start(ctx, envtest.Options{WithoutCRDs: true})
+		// Once a cluster has been reached through Cluster API's
+		// ClusterCache, this kube-apiserver does not stop on SIGTERM within
+		// a minute; nothing of it is kept, so it is killed after a few
+		// seconds.
+		s.Workload, workloadErr = envtest.Start(ctx, envtest.Options{WithoutCRDs: true, StopTimeout: 5 * time.Second})
 	}()
 	wg.Wait()
 	if err := errors.Join(mgmtErr, workloadErr); err != nil {
@@ -275,9 +279,14 @@ func (s *Sim) Stop() error {
 	if s.VCenter != nil {
 		s.VCenter.stop()
 	}
-	for _, e := range []*envtest.Environment{s.Management, s.Workload} {
-		if e != nil {
-			errs = append(errs, e.Stop())
+	if s.Management != nil {
+		errs = append(errs, s.Management.Stop())
+	}
+	if s.Workload != nil {
+		// Killed after its short StopTimeout (see Start): logged, not an
+		// error.
+		if err := s.Workload.Stop(); err != nil {
+			s.log.Info("The workload API server was killed", "reason", err.Error())
 		}
 	}
 	return errors.Join(errs...)
