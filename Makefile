@@ -47,9 +47,10 @@ build: ## Build capwin-manager and capwin into bin/, and capwin-node.exe for Win
 	cd node-components && GOOS=windows GOARCH=amd64 $(GO) build -o ../bin/ ./cmd/...
 
 .PHONY: dev
-dev: ## Run the whole flow on simulators (arrives with the make-dev issue; fails until then)
-	@echo "make dev is not implemented yet: the simulated environment (vcsim, guest simulator, workload envtest) is still to be built." >&2
-	@exit 1
+DEV_ARGS ?=
+
+dev: ## Run a Windows cluster on simulators and scale it 0 -> 3 -> 1; DEV_ARGS=--once exits after (capwin dev -h)
+	$(GO) run ./cmd/capwin dev $(DEV_ARGS)
 
 RELEASE_DIR ?= out
 

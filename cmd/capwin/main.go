@@ -1,5 +1,6 @@
-// Command capwin is capwin's command-line tool: `capwin render` previews the
-// bootstrap data of a Windows node.
+// Command capwin is capwin's command-line tool: `capwin dev` runs a cluster
+// on simulators, `capwin render` previews the bootstrap data of a Windows
+// node.
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 const usage = `usage: capwin COMMAND [flags]
 
 commands:
+  dev      run a Windows cluster on simulators and scale it (make dev)
   render   show the bootstrap data a Windows node would receive`
 
 func main() {
@@ -23,6 +25,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "dev":
+		return dev(args[1:], stdout, stderr)
 	case "render":
 		return render(args[1:], stdout, stderr)
 	case "-h", "--help", "help":

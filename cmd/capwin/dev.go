@@ -1,0 +1,363 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/tree"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	"github.com/capwin/capwin/test/sim"
+)
+
+const devUsage = `usage: capwin dev [flags]
+
+Runs a cluster with a Linux control plane and Windows workers on simulators:
+two envtest API servers (management and workload), vcsim as the vCenter, the
+real Cluster API core controllers, capwin's controllers and a guest
+simulator that registers each VM's Node. It applies
+templates/cluster-template-vsphere-windows.yaml, scales the Windows
+MachineDeployment 0 -> 3 -> 1, prints the cluster, and keeps running so
+that you can kubectl it; Ctrl-C tears it all down. Run it from the source
+tree (make dev).
+
+flags:`
+
+type devOptions struct {
+	once      bool
+	name      string
+	namespace string
+	bootDelay time.Duration
+	timeout   time.Duration
+	dir       string
+}
+
+func dev(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("capwin dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, devUsage); fs.PrintDefaults() }
+	o := devOptions{}
+	fs.BoolVar(&o.once, "once", false, "run the demo, tear down and exit (for scripts and CI)")
+	fs.StringVar(&o.name, "cluster-name", "dev", "the cluster's name")
+	fs.StringVar(&o.namespace, "namespace", "default", "the cluster's namespace")
+	fs.DurationVar(&o.bootDelay, "boot-delay", 2*time.Second, "how long a simulated VM takes from power-on to a Ready node")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long each step may take")
+	fs.StringVar(&o.dir, "dir", "", "where kubeconfigs and the controllers' log go (a new temporary directory when empty)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := runDev(ctx, o, stdout); err != nil {
+		fmt.Fprintln(stderr, "capwin dev:", err)
+		return 1
+	}
+	return 0
+}
+
+func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
+	started := time.Now()
+	if o.dir == "" {
+		if o.dir, err = os.MkdirTemp("", "capwin-dev-"); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(o.dir, 0o700); err != nil {
+		return err
+	}
+	logPath := filepath.Join(o.dir, "controllers.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logFile.Close() }()
+	log := funcr.New(func(prefix, args string) {
+		fmt.Fprintln(logFile, time.Now().Format(time.RFC3339Nano), prefix, args)
+	}, funcr.Options{Verbosity: 1})
+
+	fmt.Fprintln(out, "capwin dev: a management cluster, a workload cluster and a vCenter, all simulated")
+	fmt.Fprintf(out, "  starting 2 kube-apiservers (envtest), vcsim, Cluster API's and capwin's controllers, the guests...")
+	step := time.Now()
+	s, err := sim.Start(ctx, sim.Options{BootDelay: o.bootDelay, Log: log})
+	if err != nil {
+		fmt.Fprintln(out)
+		return err
+	}
+	fmt.Fprintf(out, " %s\n", since(step))
+	defer func() {
+		fmt.Fprintf(out, "Tearing down...")
+		t := time.Now()
+		if stopErr := s.Stop(); stopErr != nil && err == nil {
+			err = stopErr
+		}
+		fmt.Fprintf(out, " done (%s)\n", since(t))
+	}()
+	fmt.Fprintf(out, "  controller logs: %s\n", logPath)
+	mgmtKubeconfig, workloadKubeconfig, err := s.WriteKubeconfigs(o.dir)
+	if err != nil {
+		return err
+	}
+
+	co := sim.ClusterOptions{Namespace: o.namespace, Name: o.name}
+	rel, _ := filepath.Rel(mustWd(), sim.DefaultTemplate())
+	fmt.Fprintf(out, "Generating cluster %q from %s (clusterctl's variable substitution)\n", o.name, rel)
+	objs, err := s.CreateCluster(ctx, co)
+	if err != nil {
+		return err
+	}
+	kinds := map[string]int{}
+	for _, obj := range objs {
+		kinds[obj.GetKind()]++
+	}
+	fmt.Fprintf(out, "  applied %d objects to namespace %q: %s\n", len(objs), o.namespace, countList(kinds))
+	fmt.Fprintln(out, "  the control plane is a Linux Machine of the flavor's control-plane template (KubeadmControlPlane needs a real etcd)")
+
+	fmt.Fprintf(out, "Waiting for the control plane...")
+	step = time.Now()
+	if err := waitFor(ctx, o.timeout, func() (bool, error) {
+		c := &clusterv1.Cluster{}
+		if err := s.Management.Client.Get(ctx, client.ObjectKey{Namespace: o.namespace, Name: o.name}, c); err != nil {
+			return false, err
+		}
+		return conditions.IsTrue(c, clusterv1.ClusterControlPlaneInitializedCondition), nil
+	}); err != nil {
+		fmt.Fprintln(out)
+		return fmt.Errorf("the control plane did not come up: %w (see %s)", err, logPath)
+	}
+	fmt.Fprintf(out, " initialised (%s)\n", since(step))
+
+	for _, n := range []int32{3, 1} {
+		if err := scaleAndWatch(ctx, s, co, n, o.timeout, out); err != nil {
+			return fmt.Errorf("%w (see %s)", err, logPath)
+		}
+	}
+	fmt.Fprintln(out)
+	if err := printTree(ctx, s.Management.Client, co, out); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	if r := s.Guests.Rejected(); len(r) > 0 {
+		return fmt.Errorf("guests refused their user data: %v", r)
+	}
+	fmt.Fprintf(out, "Everything above took %s.\n", since(started))
+	if o.once {
+		return nil
+	}
+
+	md := co.Name + "-windows"
+	fmt.Fprintf(out, `The clusters keep running. In another terminal:
+  export KUBECONFIG=%s
+  kubectl get machines -n %s -w
+  kubectl scale machinedeployment %s -n %s --replicas 5
+  kubectl --kubeconfig %s get nodes -L node.kubernetes.io/windows-build
+Ctrl-C tears everything down.
+`, mgmtKubeconfig, o.namespace, md, o.namespace, workloadKubeconfig)
+	<-ctx.Done()
+	fmt.Fprintln(out)
+	return nil
+}
+
+// scaleAndWatch scales the Windows MachineDeployment to n and shows its
+// Machines by phase until exactly n are Running and Ready.
+func scaleAndWatch(ctx context.Context, s *sim.Sim, co sim.ClusterOptions, n int32, timeout time.Duration, out io.Writer) error {
+	c := s.Management.Client
+	key := client.ObjectKey{Namespace: co.Namespace, Name: co.Name + "-windows"}
+	md := &clusterv1.MachineDeployment{}
+	if err := c.Get(ctx, key, md); err != nil {
+		return err
+	}
+	from := int32(0)
+	if md.Spec.Replicas != nil {
+		from = *md.Spec.Replicas
+	}
+	patch := client.MergeFrom(md.DeepCopy())
+	md.Spec.Replicas = &n
+	if err := c.Patch(ctx, md, patch); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Scaling MachineDeployment %s %d -> %d\n", key.Name, from, n)
+	start := time.Now()
+	tty := isTerminal(out)
+	last := ""
+	err := waitFor(ctx, timeout, func() (bool, error) {
+		l := &clusterv1.MachineList{}
+		if err := c.List(ctx, l, client.InNamespace(co.Namespace), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: key.Name}); err != nil {
+			return false, err
+		}
+		phases := map[string]int{}
+		ready := 0
+		for i := range l.Items {
+			m := &l.Items[i]
+			p := m.Status.Phase
+			if !m.DeletionTimestamp.IsZero() {
+				p = string(clusterv1.MachinePhaseDeleting)
+			}
+			if p == "" {
+				p = string(clusterv1.MachinePhasePending)
+			}
+			phases[p]++
+			if p == string(clusterv1.MachinePhaseRunning) && conditions.IsTrue(m, clusterv1.MachineReadyCondition) {
+				ready++
+			}
+		}
+		line := fmt.Sprintf("  [%6s] Windows machines: %s", since(start), phaseList(phases))
+		summary := phaseList(phases)
+		if tty {
+			fmt.Fprintf(out, "\r\033[K%s", line)
+		} else if summary != last {
+			fmt.Fprintln(out, line)
+		}
+		last = summary
+		return len(l.Items) == int(n) && ready == int(n), nil
+	})
+	if tty {
+		fmt.Fprintln(out)
+	}
+	if err != nil {
+		return fmt.Errorf("scaling to %d: %w", n, err)
+	}
+	noun := "machines"
+	if n == 1 {
+		noun = "machine"
+	}
+	fmt.Fprintf(out, "%d Windows %s Running (%s)\n", n, noun, since(start))
+	return nil
+}
+
+var phaseOrder = []clusterv1.MachinePhase{
+	clusterv1.MachinePhasePending, clusterv1.MachinePhaseProvisioning, clusterv1.MachinePhaseProvisioned,
+	clusterv1.MachinePhaseRunning, clusterv1.MachinePhaseDeleting, clusterv1.MachinePhaseFailed, clusterv1.MachinePhaseUnknown,
+}
+
+func phaseList(phases map[string]int) string {
+	var parts []string
+	for _, p := range phaseOrder {
+		if n := phases[string(p)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, p))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func countList(kinds map[string]int) string {
+	names := make([]string, 0, len(kinds))
+	for k := range kinds {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printTree prints the cluster as `clusterctl describe cluster` finds it
+// (clusterctl's own discovery), with each object's Ready condition.
+func printTree(ctx context.Context, c client.Client, co sim.ClusterOptions, out io.Writer) error {
+	t, err := tree.Discovery(ctx, c, co.Namespace, co.Name, tree.DiscoverOptions{ShowMachineSets: true, Echo: true})
+	if err != nil {
+		return fmt.Errorf("describing the cluster: %w", err)
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tAVAILABLE\tREADY\tREASON\tSINCE")
+	var walk func(obj client.Object, prefix, childPrefix string)
+	walk = func(obj client.Object, prefix, childPrefix string) {
+		name := obj.GetObjectKind().GroupVersionKind().Kind + "/" + obj.GetName()
+		switch {
+		case tree.IsVirtualObject(obj):
+			name = obj.GetName()
+		case tree.GetMetaName(obj) != "":
+			name = tree.GetMetaName(obj) + " - " + name
+		}
+		available, ready, reason, sinceStr := "", "", "", ""
+		if cond := tree.GetAvailableCondition(obj); cond != nil {
+			available, reason = string(cond.Status), cond.Reason
+			sinceStr = since(cond.LastTransitionTime.Time) + " ago"
+		}
+		if cond := tree.GetReadyCondition(obj); cond != nil {
+			ready, reason = string(cond.Status), cond.Reason
+			sinceStr = since(cond.LastTransitionTime.Time) + " ago"
+		}
+		fmt.Fprintf(w, "%s%s\t%s\t%s\t%s\t%s\n", prefix, name, available, ready, reason, sinceStr)
+		children := t.GetObjectsByParent(obj.GetUID())
+		sort.SliceStable(children, func(i, j int) bool {
+			if zi, zj := tree.GetZOrder(children[i]), tree.GetZOrder(children[j]); zi != zj {
+				return zi > zj
+			}
+			return children[i].GetName() < children[j].GetName()
+		})
+		for i, child := range children {
+			branch, next := "├─", "│ "
+			if i == len(children)-1 {
+				branch, next = "└─", "  "
+			}
+			walk(child, childPrefix+branch, childPrefix+next)
+		}
+	}
+	walk(t.GetRoot(), "", "")
+	return w.Flush()
+}
+
+func waitFor(ctx context.Context, timeout time.Duration, done func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ok, err := done()
+		if err != nil && ctx.Err() == nil {
+			// A transient read error: try again.
+			ok = false
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func since(t time.Time) string {
+	return time.Since(t).Round(100 * time.Millisecond).String()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func mustWd() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "/"
+	}
+	return wd
+}
