@@ -15,9 +15,9 @@ import (
 	"crypto/sha1" //nolint:gosec // vCenter thumbprints are SHA-1 or SHA-256; this is the SHA-1 one.
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	stdlog "log"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
