@@ -13,6 +13,7 @@ import (
 	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25/mo"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -31,7 +32,7 @@ const wait = 2 * time.Minute
 
 // newCluster generates and applies the vsphere-windows flavor in a new
 // namespace and waits for its control plane.
-func newCluster(t *testing.T, windows int) sim.ClusterOptions {
+func newCluster(t testing.TB, windows int) sim.ClusterOptions {
 	t.Helper()
 	g := NewWithT(t)
 	o := sim.ClusterOptions{Namespace: "e2e-" + rand.String(5), Name: "w" + rand.String(4), WindowsReplicas: windows}
@@ -54,7 +55,7 @@ func windowsMD(o sim.ClusterOptions) client.ObjectKey {
 	return client.ObjectKey{Namespace: o.Namespace, Name: o.Name + "-windows"}
 }
 
-func scale(t *testing.T, o sim.ClusterOptions, replicas int32) {
+func scale(t testing.TB, o sim.ClusterOptions, replicas int32) {
 	t.Helper()
 	g := NewWithT(t)
 	md := &clusterv1.MachineDeployment{}
@@ -75,7 +76,7 @@ func windowsMachines(ctx context.Context, g Gomega, o sim.ClusterOptions) []clus
 // waitRunning waits until the Windows MachineDeployment has exactly n
 // Machines, all Running and Ready (their Windows Node Ready and healthy),
 // and returns them.
-func waitRunning(t *testing.T, o sim.ClusterOptions, n int) []clusterv1.Machine {
+func waitRunning(t testing.TB, o sim.ClusterOptions, n int) []clusterv1.Machine {
 	t.Helper()
 	var ms []clusterv1.Machine
 	NewWithT(t).Eventually(func(g Gomega) {
@@ -95,7 +96,7 @@ func waitRunning(t *testing.T, o sim.ClusterOptions, n int) []clusterv1.Machine 
 }
 
 // vms returns the names of the VMs in vCenter whose name starts with prefix.
-func vms(t *testing.T, prefix string) []string {
+func vms(t testing.TB, prefix string) []string {
 	t.Helper()
 	c, err := govmomi.NewClient(t.Context(), s.VCenter.URL(), true)
 	if err != nil {
@@ -129,7 +130,7 @@ func hybridMachines(ctx context.Context, g Gomega, o sim.ClusterOptions) []infra
 	return l.Items
 }
 
-func noRejections(t *testing.T) {
+func noRejections(t testing.TB) {
 	t.Helper()
 	if r := s.Guests.Rejected(); len(r) > 0 {
 		t.Errorf("guests refused their user data: %v", r)
@@ -145,7 +146,7 @@ func describe(ms []clusterv1.Machine) string {
 }
 
 // dump logs the cluster's objects' status, for a failed test.
-func dump(t *testing.T, o sim.ClusterOptions) {
+func dump(t testing.TB, o sim.ClusterOptions) {
 	ctx := context.Background()
 	lists := []client.ObjectList{&clusterv1.ClusterList{}, &clusterv1.MachineDeploymentList{}, &clusterv1.MachineSetList{},
 		&clusterv1.MachineList{}, &infrav1.HybridClusterList{}, &infrav1.HybridMachineList{}, &bootstrapv1.WindowsKubeadmConfigList{}}
@@ -163,4 +164,20 @@ func dump(t *testing.T, o sim.ClusterOptions) {
 		}
 	}
 	t.Logf("guests joined %v, refused %v", s.Guests.Joined(), s.Guests.Rejected())
+}
+
+// deleteCluster deletes the cluster and waits until the Cluster and every
+// one of its VMs are gone.
+func deleteCluster(t testing.TB, o sim.ClusterOptions) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
+	c := &clusterv1.Cluster{}
+	g.Expect(s.Management.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, c)).To(Succeed())
+	g.Expect(s.Management.Client.Delete(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := s.Management.Client.Get(ctx, client.ObjectKeyFromObject(c), &clusterv1.Cluster{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Cluster is gone")
+		g.Expect(vms(t, o.Name)).To(BeEmpty(), "VMs left in vCenter")
+	}, wait, 250*time.Millisecond).Should(Succeed())
 }

@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -174,7 +173,7 @@ func TestPausedClusterChangesNothing(t *testing.T) {
 	noRejections(t)
 }
 
-func setPaused(t *testing.T, o sim.ClusterOptions, paused bool) {
+func setPaused(t testing.TB, o sim.ClusterOptions, paused bool) {
 	t.Helper()
 	g := NewWithT(t)
 	c := &clusterv1.Cluster{}
@@ -193,13 +192,8 @@ func TestClusterDeletionLeavesNothing(t *testing.T) {
 	waitRunning(t, o, 2)
 	g.Expect(vms(t, o.Name)).To(HaveLen(3))
 
-	c := &clusterv1.Cluster{}
-	g.Expect(s.Management.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, c)).To(Succeed())
-	g.Expect(s.Management.Client.Delete(ctx, c)).To(Succeed())
+	deleteCluster(t, o)
 	g.Eventually(func(g Gomega) {
-		err := s.Management.Client.Get(ctx, client.ObjectKeyFromObject(c), &clusterv1.Cluster{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Cluster is gone")
-		g.Expect(vms(t, o.Name)).To(BeEmpty(), "VMs left in vCenter")
 		g.Expect(hybridMachines(ctx, g, o)).To(BeEmpty())
 		ms := &clusterv1.MachineList{}
 		g.Expect(s.Management.Client.List(ctx, ms, client.InNamespace(o.Namespace))).To(Succeed())

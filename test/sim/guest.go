@@ -41,8 +41,7 @@ const (
 	Healthy Failure = iota
 	// NeverReady guests register their Node, which never becomes Ready.
 	NeverReady
-	// ReadyThenNotReady guests become Ready, then NotReady one boot delay
-	// (at least a second) later.
+	// ReadyThenNotReady guests become Ready, then NotReady a second later.
 	ReadyThenNotReady
 )
 
@@ -123,6 +122,13 @@ func (g *Guests) SetFailure(f func(nodeName string) Failure) {
 		f = func(string) Failure { return Healthy }
 	}
 	g.failure = f
+}
+
+// SetBootDelay sets the boot delay of guests that boot from now on.
+func (g *Guests) SetBootDelay(d time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.bootDelay = d
 }
 
 // Rejected returns the VMs whose user data a node would have refused, with
@@ -228,8 +234,8 @@ func (g *Guests) boot(ctx context.Context, vm *mo.VirtualMachine, now time.Time)
 	gs.node = node
 	g.mu.Lock()
 	gs.failure = g.failure(node.Name)
-	g.mu.Unlock()
 	gs.readyAt = now.Add(g.bootDelay)
+	g.mu.Unlock()
 	return gs
 }
 
@@ -250,7 +256,7 @@ func (g *Guests) advance(ctx context.Context, gs *guest, now time.Time) error {
 		g.mu.Unlock()
 		g.log.Info("Node registered", "node", gs.node.Name, "vm", gs.vmName, "ready", ready)
 	case registered:
-		if gs.failure == ReadyThenNotReady && now.After(gs.readyAt.Add(max(g.bootDelay, time.Second))) {
+		if gs.failure == ReadyThenNotReady && now.After(gs.readyAt.Add(time.Second)) {
 			if err := g.setReady(ctx, gs.node.Name, false); err != nil {
 				return err
 			}
