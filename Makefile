@@ -74,8 +74,8 @@ test: ## Run all tests (unit, envtest integration, a short fuzz run)
 	$(GO) test ./webhooks/ -run '^$$' -fuzz FuzzDefaultThenValidate -fuzztime $(FUZZ_SMOKE_TIME)
 
 .PHONY: bench
-bench: ## Run the benchmarks: payload sizes and render time; vCenter round trips per machine on vcsim
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test ./bootstrap/payload/ ./platform/vsphere/ ./controllers/ -run '^$$' -bench . -benchmem
+bench: ## Run the benchmarks: payload sizes, render time, vCenter round trips per machine, Windows scale 0 -> 50 on the simulation
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test ./bootstrap/payload/ ./platform/vsphere/ ./controllers/ ./test/e2e/ -run '^$$' -bench . -benchmem
 
 .PHONY: fuzz
 fuzz: ## Run the fuzz tests for longer (FUZZ_TIME, default 2m each)
