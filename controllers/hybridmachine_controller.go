@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/paused"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/internal/deleted"
 	"github.com/capwin/capwin/internal/names"
 	"github.com/capwin/capwin/platform/vsphere"
 )
@@ -129,7 +130,7 @@ func (r *HybridMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		if err := helper.Patch(ctx, hm, patch.WithOwnedConditions{Conditions: []string{
 			clusterv1.PausedCondition, infrav1.HybridMachineReadyCondition,
 			infrav1.HybridMachineVMProvisionedCondition, infrav1.HybridMachineBootstrapDataClearedCondition,
-		}}); err != nil {
+		}}); err != nil && !deleted.Gone(ctx, r.Client, hm) {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 	}()
@@ -340,3 +341,4 @@ func setVMCondition(hm *infrav1.HybridMachine, status metav1.ConditionStatus, re
 		Type: infrav1.HybridMachineVMProvisionedCondition, Status: status, Reason: reason, Message: message,
 	})
 }
+

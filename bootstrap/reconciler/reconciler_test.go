@@ -358,6 +358,25 @@ func TestWaitsForControlPlaneThenWritesData(t *testing.T) {
 	g.Expect(logs.String()).NotTo(ContainSubstring("ps1_sysnative"))
 }
 
+// TestStandaloneControlPlaneMachines: a cluster whose control plane is
+// stand-alone Machines has no control-plane provider to set
+// status.initialization.controlPlaneInitialized; Cluster API sets only the
+// ControlPlaneInitialized condition, and that is enough.
+func TestStandaloneControlPlaneMachines(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, false)
+	c := &clusterv1.Cluster{}
+	g.Expect(mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(w.cluster), c)).To(Succeed())
+	c.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	conditions.Set(c, metav1.Condition{Type: clusterv1.ClusterControlPlaneInitializedCondition, Status: metav1.ConditionTrue, Reason: clusterv1.ClusterControlPlaneInitializedReason})
+	g.Expect(mgmt.Client.Status().Update(t.Context(), c)).To(Succeed())
+	g.Expect(c.Status.Initialization.ControlPlaneInitialized).To(BeNil())
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(w.getConfig(g).Status.DataSecretName).To(Equal(w.config.Name))
+	}, eventually).Should(Succeed())
+}
+
 func TestTokenRefreshedUntilNodeJoins(t *testing.T) {
 	g := NewWithT(t)
 	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, true)

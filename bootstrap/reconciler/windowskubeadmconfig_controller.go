@@ -37,6 +37,7 @@ import (
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/bootstrap/payload"
+	"github.com/capwin/capwin/internal/deleted"
 	"github.com/capwin/capwin/internal/names"
 	"github.com/capwin/capwin/webhooks"
 )
@@ -147,7 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			bootstrapv1.WindowsKubeadmConfigReadyCondition,
 			bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition,
 			bootstrapv1.WindowsKubeadmConfigBootstrapTokenCondition,
-		}}); err != nil {
+		}}); err != nil && !deleted.Gone(ctx, r.Client, config) {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 	}()
@@ -514,3 +515,4 @@ func controlPlaneInitialized(cluster *clusterv1.Cluster) bool {
 	return ptr.Deref(cluster.Status.Initialization.ControlPlaneInitialized, false) ||
 		conditions.IsTrue(cluster, clusterv1.ClusterControlPlaneInitializedCondition)
 }
+
