@@ -368,6 +368,7 @@ func TestStandaloneControlPlaneMachines(t *testing.T) {
 	c := &clusterv1.Cluster{}
 	g.Expect(mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(w.cluster), c)).To(Succeed())
 	c.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	c.Status.Initialization.ControlPlaneInitialized = nil
 	conditions.Set(c, metav1.Condition{Type: clusterv1.ClusterControlPlaneInitializedCondition, Status: metav1.ConditionTrue, Reason: clusterv1.ClusterControlPlaneInitializedReason})
 	g.Expect(mgmt.Client.Status().Update(t.Context(), c)).To(Succeed())
 	g.Expect(c.Status.Initialization.ControlPlaneInitialized).To(BeNil())
