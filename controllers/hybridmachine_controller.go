@@ -341,4 +341,3 @@ func setVMCondition(hm *infrav1.HybridMachine, status metav1.ConditionStatus, re
 		Type: infrav1.HybridMachineVMProvisionedCondition, Status: status, Reason: reason, Message: message,
 	})
 }
-

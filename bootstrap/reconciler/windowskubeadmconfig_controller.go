@@ -515,4 +515,3 @@ func controlPlaneInitialized(cluster *clusterv1.Cluster) bool {
 	return ptr.Deref(cluster.Status.Initialization.ControlPlaneInitialized, false) ||
 		conditions.IsTrue(cluster, clusterv1.ClusterControlPlaneInitializedCondition)
 }
-

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 // BenchmarkScaleWindows0To50 times a Windows MachineDeployment going from 0
