@@ -243,7 +243,7 @@ func scaleAndWatch(ctx context.Context, s *sim.Sim, co sim.ClusterOptions, n int
 
 var phaseOrder = []clusterv1.MachinePhase{
 	clusterv1.MachinePhasePending, clusterv1.MachinePhaseProvisioning, clusterv1.MachinePhaseProvisioned,
-	clusterv1.MachinePhaseRunning, clusterv1.MachinePhaseDeleting, clusterv1.MachinePhaseFailed, clusterv1.MachinePhaseUnknown,
+	clusterv1.MachinePhaseRunning, clusterv1.MachinePhaseDeleting, clusterv1.MachinePhaseUnknown,
 }
 
 func phaseList(phases map[string]int) string {

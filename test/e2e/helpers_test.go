@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -135,14 +134,6 @@ func noRejections(t testing.TB) {
 	if r := s.Guests.Rejected(); len(r) > 0 {
 		t.Errorf("guests refused their user data: %v", r)
 	}
-}
-
-func describe(ms []clusterv1.Machine) string {
-	var b strings.Builder
-	for _, m := range ms {
-		fmt.Fprintf(&b, "%s %s; ", m.Name, m.Status.Phase)
-	}
-	return b.String()
 }
 
 // dump logs the cluster's objects' status, for a failed test.

@@ -281,8 +281,11 @@ func (g *Guests) check(ctx context.Context, vm *mo.VirtualMachine, extra map[str
 	var meta struct {
 		LocalHostname string `json:"local-hostname"`
 	}
-	if err := yaml.Unmarshal(metaData, &meta); err != nil || meta.LocalHostname == "" {
-		return nil, fmt.Errorf("guestinfo.metadata has no local-hostname (%v)", err)
+	if err := yaml.Unmarshal(metaData, &meta); err != nil {
+		return nil, fmt.Errorf("guestinfo.metadata: %w", err)
+	}
+	if meta.LocalHostname == "" {
+		return nil, errors.New("guestinfo.metadata has no local-hostname")
 	}
 	if vm.Config == nil || vm.Config.Uuid == "" {
 		return nil, errors.New("the VM has no BIOS UUID")

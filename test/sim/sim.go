@@ -108,7 +108,7 @@ func startVCenter() (*VCenter, error) {
 	// govmomi checks a thumbprint after a verified handshake fails, so each
 	// new connection of capwin's logs a handshake error here: into the
 	// void, not onto the terminal.
-	srv.Server.Config.ErrorLog = stdlog.New(io.Discard, "", 0)
+	srv.Config.ErrorLog = stdlog.New(io.Discard, "", 0)
 	cert := srv.Certificate()
 	if cert == nil {
 		srv.Close()
