@@ -127,10 +127,11 @@ func (r *HybridMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	defer func() {
 		_ = conditions.SetSummaryCondition(hm, hm, infrav1.HybridMachineReadyCondition,
 			conditions.ForConditionTypes{infrav1.HybridMachineVMProvisionedCondition})
-		if err := helper.Patch(ctx, hm, patch.WithOwnedConditions{Conditions: []string{
+		err := helper.Patch(ctx, hm, patch.WithOwnedConditions{Conditions: []string{
 			clusterv1.PausedCondition, infrav1.HybridMachineReadyCondition,
 			infrav1.HybridMachineVMProvisionedCondition, infrav1.HybridMachineBootstrapDataClearedCondition,
-		}}); err != nil && !deleted.Gone(ctx, r.Client, hm) {
+		}})
+		if err := deleted.IgnoreGone(hm, err); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 	}()

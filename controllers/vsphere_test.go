@@ -391,7 +391,7 @@ func TestTemplateNotFound(t *testing.T) {
 func TestRestartMidClone(t *testing.T) {
 	g := NewWithT(t)
 	v := newVC(t)
-	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVM_Task": 3000}
+	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 3000} // vcsim delays a task by its info.name
 	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
 
 	ns := newNamespace(t)
@@ -493,7 +493,7 @@ func TestTaskFailure(t *testing.T) {
 func TestDeleteMidClone(t *testing.T) {
 	g := NewWithT(t)
 	v := newVC(t)
-	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVM_Task": 2000}
+	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 2000} // vcsim delays a task by its info.name
 	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
 	ns := newNamespace(t)
 	startControllers(t, vsphere.NewSessions(), ns)

@@ -143,12 +143,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	defer func() {
 		setReadyCondition(config)
-		if err := helper.Patch(ctx, config, patch.WithOwnedConditions{Conditions: []string{
+		err := helper.Patch(ctx, config, patch.WithOwnedConditions{Conditions: []string{
 			clusterv1.PausedCondition,
 			bootstrapv1.WindowsKubeadmConfigReadyCondition,
 			bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition,
 			bootstrapv1.WindowsKubeadmConfigBootstrapTokenCondition,
-		}}); err != nil && !deleted.Gone(ctx, r.Client, config) {
+		}})
+		if err := deleted.IgnoreGone(config, err); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 	}()

@@ -66,7 +66,16 @@ func dev(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if err := runDev(ctx, o, stdout); err != nil {
+	go func() {
+		<-ctx.Done()
+		cancel() // a second Ctrl-C during the teardown ends the process
+	}()
+	err := runDev(ctx, o, stdout)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		fmt.Fprintln(stderr, "capwin dev: interrupted")
+		return 130
+	case err != nil:
 		fmt.Fprintln(stderr, "capwin dev:", err)
 		return 1
 	}
@@ -79,11 +88,20 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		if o.dir, err = os.MkdirTemp("", "capwin-dev-"); err != nil {
 			return err
 		}
+		// The directory holds admin kubeconfigs of clusters that are gone
+		// once this returns; kept, with the log, when something failed.
+		defer func() {
+			if err == nil {
+				_ = os.RemoveAll(o.dir)
+			} else {
+				fmt.Fprintf(out, "The controllers' log is kept in %s\n", o.dir)
+			}
+		}()
 	} else if err := os.MkdirAll(o.dir, 0o700); err != nil {
 		return err
 	}
 	logPath := filepath.Join(o.dir, "controllers.log")
-	logFile, err := os.Create(logPath)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
@@ -154,7 +172,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	}
 	fmt.Fprintln(out)
 	if r := s.Guests.Rejected(); len(r) > 0 {
-		return fmt.Errorf("guests refused their user data: %v", r)
+		return guestsRefused{r}
 	}
 	fmt.Fprintf(out, "Everything above took %s.\n", since(started))
 	if o.once {
@@ -216,6 +234,9 @@ func scaleAndWatch(ctx context.Context, s *sim.Sim, co sim.ClusterOptions, n int
 			if p == string(clusterv1.MachinePhaseRunning) && conditions.IsTrue(m, clusterv1.MachineReadyCondition) {
 				ready++
 			}
+		}
+		if r := s.Guests.Rejected(); len(r) > 0 {
+			return false, guestsRefused{r}
 		}
 		line := fmt.Sprintf("  [%6s] Windows machines: %s", since(start), phaseList(phases))
 		summary := phaseList(phases)
@@ -319,22 +340,49 @@ func printTree(ctx context.Context, c client.Client, co sim.ClusterOptions, out 
 	return w.Flush()
 }
 
+// guestsRefused is the guest simulator refusing a VM's user data, as a node
+// would: the wait is over.
+type guestsRefused struct{ vms map[string]string }
+
+func (e guestsRefused) Error() string {
+	names := make([]string, 0, len(e.vms))
+	for vm := range e.vms {
+		names = append(names, vm)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, vm := range names {
+		parts = append(parts, vm+": "+e.vms[vm])
+	}
+	return "a node refused its bootstrap data: " + strings.Join(parts, "; ")
+}
+
+// waitFor calls done until it returns true, a guestsRefused error, or the
+// timeout; other errors are taken as transient and the last one is
+// reported with the timeout.
 func waitFor(ctx context.Context, timeout time.Duration, done func() (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
+	var last error
 	for {
 		ok, err := done()
-		if err != nil && ctx.Err() == nil {
-			// A transient read error: try again.
-			ok = false
+		var refused guestsRefused
+		if errors.As(err, &refused) {
+			return err
 		}
-		if ok {
+		if err != nil {
+			last = err
+		}
+		if ok && err == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("%w (last error: %w)", ctx.Err(), last)
+			}
 			return ctx.Err()
 		case <-t.C:
 		}

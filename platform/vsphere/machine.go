@@ -278,7 +278,11 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 	task, err := template.Clone(ctx, object.NewFolder(s.Client, inv.folder), m.Name, spec)
 	if err != nil {
 		if isFault[*types.DuplicateName](err) {
-			return State{}, fmt.Errorf("a VM named %s already exists in the folder and is not this machine's (its instance UUID differs)", m.Name)
+			// Another VM has the name, or this machine's own clone, whose
+			// request was cut short (a restart) before its task was
+			// recorded, is still running: the next reconcile finds the
+			// latter by instance UUID once it ends.
+			return State{}, fmt.Errorf("a VM named %s already exists in the folder without this machine's instance UUID: another VM has the name, or this machine's clone, started before a restart, is still running", m.Name)
 		}
 		if isFault[*types.ManagedObjectNotFound](err) {
 			// The template, folder, pool or datastore was replaced since it was looked up.

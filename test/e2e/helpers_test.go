@@ -11,6 +11,7 @@ import (
 	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -97,6 +98,19 @@ func waitRunning(t testing.TB, o sim.ClusterOptions, n int) []clusterv1.Machine 
 // vms returns the names of the VMs in vCenter whose name starts with prefix.
 func vms(t testing.TB, prefix string) []string {
 	t.Helper()
+	var out []string
+	for _, vm := range retrieveVMs(t) {
+		if strings.HasPrefix(vm.Name, prefix) {
+			out = append(out, vm.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// retrieveVMs reads every VM's name and the given properties from vCenter.
+func retrieveVMs(t testing.TB, props ...string) []mo.VirtualMachine {
+	t.Helper()
 	c, err := govmomi.NewClient(t.Context(), s.VCenter.URL(), true)
 	if err != nil {
 		t.Fatal(err)
@@ -108,21 +122,13 @@ func vms(t testing.TB, prefix string) []string {
 	}
 	defer func() { _ = v.Destroy(context.Background()) }()
 	var all []mo.VirtualMachine
-	if err := v.Retrieve(t.Context(), []string{"VirtualMachine"}, []string{"name"}, &all); err != nil {
+	if err := v.Retrieve(t.Context(), []string{"VirtualMachine"}, append([]string{"name"}, props...), &all); err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, vm := range all {
-		if strings.HasPrefix(vm.Name, prefix) {
-			out = append(out, vm.Name)
-		}
-	}
-	sort.Strings(out)
-	return out
+	return all
 }
 
-// nodesOf returns the workload Nodes whose provider ID is one of the
-// cluster's HybridMachines'.
+// hybridMachines returns the cluster's HybridMachines.
 func hybridMachines(ctx context.Context, g Gomega, o sim.ClusterOptions) []infrav1.HybridMachine {
 	l := &infrav1.HybridMachineList{}
 	g.Expect(s.Management.Client.List(ctx, l, client.InNamespace(o.Namespace))).To(Succeed())
@@ -171,4 +177,55 @@ func deleteCluster(t testing.TB, o sim.ClusterOptions) {
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Cluster is gone")
 		g.Expect(vms(t, o.Name)).To(BeEmpty(), "VMs left in vCenter")
 	}, wait, 250*time.Millisecond).Should(Succeed())
+}
+
+// numCPUs returns the CPU count of each VM whose name starts with prefix,
+// as vCenter has it.
+func numCPUs(t testing.TB, prefix string) map[string]int32 {
+	t.Helper()
+	out := map[string]int32{}
+	for _, vm := range retrieveVMs(t, "config.hardware.numCPU") {
+		if strings.HasPrefix(vm.Name, prefix) && vm.Config != nil {
+			out[vm.Name] = vm.Config.Hardware.NumCPU
+		}
+	}
+	return out
+}
+
+// cloneTasks counts the clone tasks vCenter remembers, by state; refused
+// counts those that failed because a VM of the name existed.
+func cloneTasks(t testing.TB) (running, succeeded, failed, refused int) {
+	t.Helper()
+	c, err := govmomi.NewClient(t.Context(), s.VCenter.URL(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Logout(context.Background()) }()
+	var tm mo.TaskManager
+	if err := c.RetrieveOne(t.Context(), *c.ServiceContent.TaskManager, []string{"recentTask"}, &tm); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range tm.RecentTask {
+		var task mo.Task
+		if err := c.RetrieveOne(t.Context(), ref, []string{"info"}, &task); err != nil {
+			continue
+		}
+		if !strings.HasPrefix(task.Info.DescriptionId, "VirtualMachine.clone") { // vcsim: VirtualMachine.cloneVm
+			continue
+		}
+		switch task.Info.State {
+		case types.TaskInfoStateRunning, types.TaskInfoStateQueued:
+			running++
+		case types.TaskInfoStateSuccess:
+			succeeded++
+		case types.TaskInfoStateError:
+			failed++
+			if task.Info.Error != nil {
+				if _, ok := task.Info.Error.Fault.(*types.DuplicateName); ok {
+					refused++
+				}
+			}
+		}
+	}
+	return running, succeeded, failed, refused
 }

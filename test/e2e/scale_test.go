@@ -5,11 +5,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
@@ -36,13 +39,30 @@ func TestScaleWindowsZeroToFiveToZero(t *testing.T) {
 		g.Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelWindowsBuild, "10.0.20348"))
 		g.Expect(node.Spec.Taints).To(ContainElement(HaveField("Key", "os")))
 	}
-	// The flavor's add-ons reached the workload cluster through Cluster
-	// API's ClusterResourceSets.
+	// The flavor's add-ons (the RuntimeClasses and flannel's Linux side)
+	// were applied to this cluster by Cluster API's ClusterResourceSets.
+	// The workload API server is shared by the simulation's clusters, so
+	// the binding of this cluster says what was applied for it.
 	g.Eventually(func(g Gomega) {
-		rc := &nodev1.RuntimeClass{}
-		g.Expect(s.Workload.Client.Get(ctx, client.ObjectKey{Name: "windows-2022"}, rc)).To(Succeed())
-		g.Expect(rc.Scheduling.NodeSelector).To(HaveKeyWithValue(corev1.LabelWindowsBuild, "10.0.20348"))
+		b := &addonsv1.ClusterResourceSetBinding{}
+		g.Expect(s.Management.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, b)).To(Succeed())
+		applied := map[string]bool{}
+		for _, set := range b.Spec.Bindings {
+			for _, r := range set.Resources {
+				applied[set.ClusterResourceSetName+"/"+r.Name] = ptr.Deref(r.Applied, false)
+			}
+		}
+		g.Expect(applied).To(Equal(map[string]bool{
+			o.Name + "-windows-runtimeclasses/" + o.Name + "-windows-runtimeclasses": true,
+			o.Name + "-flannel/" + o.Name + "-flannel":                               true,
+		}))
 	}, wait, 200*time.Millisecond).Should(Succeed())
+	rc := &nodev1.RuntimeClass{}
+	g.Expect(s.Workload.Client.Get(ctx, client.ObjectKey{Name: "windows-2022"}, rc)).To(Succeed())
+	g.Expect(rc.Scheduling.NodeSelector).To(HaveKeyWithValue(corev1.LabelWindowsBuild, "10.0.20348"))
+	ds := &appsv1.DaemonSet{}
+	g.Expect(s.Workload.Client.Get(ctx, client.ObjectKey{Namespace: "kube-flannel", Name: "kube-flannel-ds"}, ds)).To(Succeed())
+	g.Expect(ds.Spec.Template.Spec.NodeSelector).To(HaveKeyWithValue(corev1.LabelOSStable, "linux"))
 
 	scale(t, o, 0)
 	g.Eventually(func(g Gomega) {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -198,15 +199,9 @@ func (e *Environment) NewManager(mutate ...func(*manager.Options)) (ctrl.Manager
 // the environment installed webhooks, for its webhook server. The returned
 // stop cancels the manager and waits for it to exit, returning its error.
 func (e *Environment) StartManager(ctx context.Context, mgr ctrl.Manager) (stop func() error, err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stop = func() error {
-		cancel()
-		return <-done
-	}
+	ctx, stop = RunManager(ctx, mgr)
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		return stop, errors.New("manager caches did not sync")
+		return stop, fmt.Errorf("manager caches did not sync: %w", stop())
 	}
 	if !e.webhooks {
 		// Asking for the webhook server would make one.
@@ -221,6 +216,22 @@ func (e *Environment) StartManager(ctx context.Context, mgr ctrl.Manager) (stop 
 		return stop, fmt.Errorf("webhook server did not start: %w", err)
 	}
 	return stop, nil
+}
+
+// RunManager starts mgr in the background. The returned context ends when the
+// manager stops, for any reason; stop cancels the manager, waits for it and
+// returns its error, and may be called more than once.
+func RunManager(ctx context.Context, mgr ctrl.Manager) (context.Context, func() error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- mgr.Start(ctx)
+		cancel() // a manager that failed to start ends the waits on ctx
+	}()
+	return ctx, sync.OnceValue(func() error {
+		cancel()
+		return <-done
+	})
 }
 
 // CreateNamespace creates a namespace with a generated name that starts

@@ -73,6 +73,7 @@ type Guests struct {
 
 type guest struct {
 	vmName    string
+	token     string // the bootstrap token a Windows node joins with
 	poweredOn time.Time
 	node      *corev1.Node
 	failure   Failure
@@ -104,6 +105,7 @@ func newGuests(ctx context.Context, vcURL *url.URL, workload client.Client, caPE
 	}
 	v, err := view.NewManager(c.Client).CreateContainerView(ctx, c.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
 	if err != nil {
+		_ = c.Logout(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("the guests watching vCenter's VMs: %w", err)
 	}
 	return &Guests{
@@ -170,11 +172,12 @@ func (g *Guests) run(ctx context.Context) {
 // step looks at every VM once and moves each guest on.
 func (g *Guests) step(ctx context.Context) error {
 	var vms []mo.VirtualMachine
-	if err := g.view.Retrieve(ctx, []string{"VirtualMachine"}, []string{"name", "runtime.powerState", "config.extraConfig", "config.uuid"}, &vms); err != nil {
+	if err := g.view.Retrieve(ctx, []string{"VirtualMachine"}, []string{"name", "runtime.powerState", "config.extraConfig", "config.uuid", "config.guestId"}, &vms); err != nil {
 		return err
 	}
 	now := time.Now()
 	seen := map[string]bool{}
+	var errs []error
 	for i := range vms {
 		vm := &vms[i]
 		id := vm.Reference().Value
@@ -186,27 +189,36 @@ func (g *Guests) step(ctx context.Context) error {
 			if vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn {
 				continue
 			}
-			gs = g.boot(ctx, vm, now)
+			gs = g.boot(vm, now)
 			g.mu.Lock()
 			g.guests[id] = gs
 			g.mu.Unlock()
 		}
 		if err := g.advance(ctx, gs, now); err != nil {
-			return err
+			errs = append(errs, err) // the next step tries again
 		}
 	}
 	g.mu.Lock()
-	for id := range g.guests {
+	var gone []*guest
+	for id, gs := range g.guests {
 		if !seen[id] {
+			gone = append(gone, gs)
 			delete(g.guests, id) // the VM was destroyed: its OS with it
 		}
 	}
 	g.mu.Unlock()
-	return nil
+	for _, gs := range gone {
+		if gs.state == registered || gs.state == degraded {
+			// Its kubelet is gone: the Node, if Cluster API has not
+			// deleted it yet, stops being Ready.
+			errs = append(errs, g.setReady(ctx, gs.node.Name, false))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // boot is a guest's first look at its VM: it reads and checks its data.
-func (g *Guests) boot(ctx context.Context, vm *mo.VirtualMachine, now time.Time) *guest {
+func (g *Guests) boot(vm *mo.VirtualMachine, now time.Time) *guest {
 	gs := &guest{vmName: vm.Name, poweredOn: now}
 	extra := map[string]string{}
 	if vm.Config != nil {
@@ -222,21 +234,25 @@ func (g *Guests) boot(ctx context.Context, vm *mo.VirtualMachine, now time.Time)
 		gs.state = ignored // not a machine of capwin's: the inventory's own VMs
 		return gs
 	}
-	node, err := g.check(ctx, vm, extra)
+	node, token, err := g.check(vm, extra)
 	if err != nil {
-		gs.state = rejected
-		g.mu.Lock()
-		g.rejected[vm.Name] = err.Error()
-		g.mu.Unlock()
-		g.log.Info("Guest refused its user data", "vm", vm.Name, "reason", err.Error())
+		g.reject(gs, err)
 		return gs
 	}
-	gs.node = node
+	gs.node, gs.token = node, token
 	g.mu.Lock()
 	gs.failure = g.failure(node.Name)
 	gs.readyAt = now.Add(g.bootDelay)
 	g.mu.Unlock()
 	return gs
+}
+
+func (g *Guests) reject(gs *guest, err error) {
+	gs.state = rejected
+	g.mu.Lock()
+	g.rejected[gs.vmName] = err.Error()
+	g.mu.Unlock()
+	g.log.Info("Guest refused its user data", "vm", gs.vmName, "reason", err.Error())
 }
 
 // advance registers the Node once booted and plays the failure modes.
@@ -245,6 +261,13 @@ func (g *Guests) advance(ctx context.Context, gs *guest, now time.Time) error {
 	case booting:
 		if now.Before(gs.readyAt) {
 			return nil
+		}
+		// kubeadm join uses the token now, after the boot, not at power-on.
+		if gs.token != "" {
+			if err := g.checkToken(ctx, gs.token); err != nil {
+				g.reject(gs, err)
+				return nil
+			}
 		}
 		ready := gs.failure != NeverReady
 		if err := g.register(ctx, gs.node, ready); err != nil {
@@ -268,27 +291,29 @@ func (g *Guests) advance(ctx context.Context, gs *guest, now time.Time) error {
 }
 
 // check reads the VM's guestinfo as the node would and returns the Node it
-// would register.
-func (g *Guests) check(ctx context.Context, vm *mo.VirtualMachine, extra map[string]string) (*corev1.Node, error) {
+// would register and, for Windows, the bootstrap token it would join with.
+// Whether the guest is Windows is the VM's (its guest ID, from its
+// template), not its user data's.
+func (g *Guests) check(vm *mo.VirtualMachine, extra map[string]string) (*corev1.Node, string, error) {
 	userData, err := decodeGuestinfo(extra, "guestinfo.userdata")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	metaData, err := decodeGuestinfo(extra, "guestinfo.metadata")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var meta struct {
 		LocalHostname string `json:"local-hostname"`
 	}
 	if err := yaml.Unmarshal(metaData, &meta); err != nil {
-		return nil, fmt.Errorf("guestinfo.metadata: %w", err)
+		return nil, "", fmt.Errorf("guestinfo.metadata: %w", err)
 	}
 	if meta.LocalHostname == "" {
-		return nil, errors.New("guestinfo.metadata has no local-hostname")
+		return nil, "", errors.New("guestinfo.metadata has no local-hostname")
 	}
 	if vm.Config == nil || vm.Config.Uuid == "" {
-		return nil, errors.New("the VM has no BIOS UUID")
+		return nil, "", errors.New("the VM has no BIOS UUID")
 	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: meta.LocalHostname, Labels: map[string]string{
@@ -297,39 +322,42 @@ func (g *Guests) check(ctx context.Context, vm *mo.VirtualMachine, extra map[str
 		}},
 		Spec: corev1.NodeSpec{ProviderID: "vsphere://" + vm.Config.Uuid},
 	}
-	if !bytes.HasPrefix(userData, []byte("#ps1_sysnative")) {
+	if !strings.HasPrefix(strings.ToLower(vm.Config.GuestId), "windows") {
 		// A Linux machine (the control plane): cloud-init's data is not
 		// capwin's to check.
 		node.Labels[corev1.LabelOSStable] = "linux"
 		node.Status.NodeInfo = corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "amd64"}
-		return node, nil
+		return node, "", nil
 	}
 
 	data, err := payload.ParseScript(userData)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	cfg, err := nodeconfig.Parse(data)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("node configuration: %w", err)
+		return nil, "", fmt.Errorf("node configuration: %w", err)
 	}
 	if cfg.NodeName != meta.LocalHostname {
-		return nil, fmt.Errorf("node name %q is not the VM's host name %q", cfg.NodeName, meta.LocalHostname)
+		return nil, "", fmt.Errorf("node name %q is not the VM's host name %q", cfg.NodeName, meta.LocalHostname)
 	}
 	if !slices.Contains(cfg.Join.CACertHashes, g.caHash) {
-		return nil, fmt.Errorf("no CA hash of %v is the workload cluster's CA (%s)", cfg.Join.CACertHashes, g.caHash)
+		return nil, "", fmt.Errorf("no CA hash of %v is the workload cluster's CA (%s)", cfg.Join.CACertHashes, g.caHash)
 	}
-	if err := g.checkToken(ctx, cfg.Join.Token); err != nil {
-		return nil, err
+	if _, _, ok := strings.Cut(cfg.Join.Token, "."); !ok {
+		return nil, "", errors.New("the bootstrap token is not id.secret")
 	}
 	node.Labels[corev1.LabelOSStable] = "windows"
 	if cfg.WindowsBuild != "" {
 		node.Labels[corev1.LabelWindowsBuild] = cfg.WindowsBuild
 	}
 	for k, v := range cfg.Labels {
+		if !kubeletMaySet(k) {
+			return nil, "", fmt.Errorf("the kubelet refuses to set label %s on its Node (kubernetes.io and k8s.io labels are reserved)", k)
+		}
 		node.Labels[k] = v
 	}
 	for _, t := range cfg.Taints {
@@ -339,7 +367,7 @@ func (g *Guests) check(ctx context.Context, vm *mo.VirtualMachine, extra map[str
 		OperatingSystem: "windows", Architecture: "amd64",
 		KubeletVersion: cfg.KubernetesVersion, KernelVersion: cfg.WindowsBuild,
 	}
-	return node, nil
+	return node, cfg.Join.Token, nil
 }
 
 // checkToken does what kubeadm join's TLS bootstrap relies on: the token's
@@ -454,4 +482,27 @@ func spkiHash(caPEM []byte) (string, error) {
 	}
 	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// kubeletMaySet is whether a kubelet may put label key on its own Node
+// (--node-labels, as the NodeRestriction admission plugin allows).
+func kubeletMaySet(key string) bool {
+	domain, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return true
+	}
+	if !strings.HasSuffix(domain, "kubernetes.io") && !strings.HasSuffix(domain, "k8s.io") {
+		return true
+	}
+	for _, d := range []string{"kubelet.kubernetes.io", "node.kubernetes.io"} {
+		if domain == d || strings.HasSuffix(domain, "."+d) {
+			return true
+		}
+	}
+	switch key {
+	case corev1.LabelHostname, corev1.LabelInstanceType, corev1.LabelInstanceTypeStable, corev1.LabelOSStable, corev1.LabelArchStable,
+		corev1.LabelTopologyRegion, corev1.LabelTopologyZone, corev1.LabelFailureDomainBetaRegion, corev1.LabelFailureDomainBetaZone, corev1.LabelWindowsBuild:
+		return true
+	}
+	return false
 }

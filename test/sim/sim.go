@@ -26,7 +26,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/vmware/govmomi"
+	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +37,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"sigs.k8s.io/cluster-api/core/setup"
@@ -78,6 +82,8 @@ type Sim struct {
 	stopCAPI   func() error
 	stopCapwin func() error
 	stopGuests func()
+	stopOnce   sync.Once
+	stopErr    error
 }
 
 // VCenter is a vcsim vCenter listening on a local TLS port.
@@ -120,7 +126,38 @@ func startVCenter() (*VCenter, error) {
 	for i, b := range sum {
 		hex[i] = fmt.Sprintf("%02X", b)
 	}
-	return &VCenter{Host: srv.URL.Host, Thumbprint: strings.Join(hex, ":"), model: model, server: srv}, nil
+	v := &VCenter{Host: srv.URL.Host, Thumbprint: strings.Join(hex, ":"), model: model, server: srv}
+	if err := v.markWindowsTemplate(); err != nil {
+		v.stop()
+		return nil, err
+	}
+	return v, nil
+}
+
+// WindowsTemplate and LinuxTemplate are the inventory's VMs the flavors
+// clone: the Windows one is given a Windows guest ID, as a Windows Server
+// template has, and its clones inherit it.
+const (
+	WindowsTemplate = "DC0_H0_VM1"
+	LinuxTemplate   = "DC0_H0_VM0"
+)
+
+func (v *VCenter) markWindowsTemplate() error {
+	ctx := context.Background()
+	c, err := govmomi.NewClient(ctx, v.URL(), true)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Logout(ctx) }()
+	vm, err := find.NewFinder(c.Client, true).VirtualMachine(ctx, "/DC0/vm/"+WindowsTemplate)
+	if err != nil {
+		return err
+	}
+	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{GuestId: string(types.VirtualMachineGuestOsIdentifierWindows2019srvNext_64Guest)})
+	if err != nil {
+		return err
+	}
+	return task.Wait(ctx)
 }
 
 func (v *VCenter) stop() {
@@ -182,7 +219,13 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var done sync.WaitGroup
 	done.Go(func() { s.Guests.run(gctx) })
-	done.Go(func() { collectGarbage(gctx, s.Management.Client, opts.Log.WithName("gc")) })
+	gcClient, err := client.New(s.Management.Config, client.Options{Scheme: s.Management.Scheme})
+	if err != nil {
+		cancel()
+		done.Wait()
+		return s, err
+	}
+	done.Go(func() { collectGarbage(gctx, gcClient, opts.Log.WithName("gc")) })
 	s.stopGuests = func() { cancel(); done.Wait() }
 	return s, nil
 }
@@ -246,13 +289,9 @@ func (s *Sim) StartCapwin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	stop := func() error { cancel(); return <-done }
+	mctx, stop := envtest.RunManager(context.WithoutCancel(ctx), mgr)
 	if !mgr.GetCache().WaitForCacheSync(mctx) {
-		_ = stop()
-		return errors.New("capwin's controllers: caches did not sync")
+		return fmt.Errorf("capwin's controllers: caches did not sync: %w", stop())
 	}
 	s.stopCapwin = stop
 	return nil
@@ -272,8 +311,13 @@ func (s *Sim) StopCapwin() error {
 }
 
 // Stop stops everything, controllers first, and removes the API servers'
-// data.
+// data. Calls after the first return the first's result.
 func (s *Sim) Stop() error {
+	s.stopOnce.Do(func() { s.stopErr = s.stop() })
+	return s.stopErr
+}
+
+func (s *Sim) stop() error {
 	var errs []error
 	if s.stopGuests != nil {
 		s.stopGuests()
