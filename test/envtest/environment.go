@@ -155,9 +155,6 @@ func labelContracts(ctx context.Context, c client.Client) error {
 			labels = map[string]string{}
 		}
 		labels["cluster.x-k8s.io/v1beta2"] = "v1beta2"
-		if strings.HasPrefix(crd.GetName(), "windowskubeadm") {
-			continue // capwin's own: labelled by controller-gen markers
-		}
 		crd.SetLabels(labels)
 		if err := c.Update(ctx, crd); err != nil {
 			return fmt.Errorf("labelling CRD %s with its contract: %w", crd.GetName(), err)

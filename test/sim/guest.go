@@ -347,9 +347,6 @@ func (g *Guests) check(vm *mo.VirtualMachine, extra map[string]string) (*corev1.
 	if !slices.Contains(cfg.Join.CACertHashes, g.caHash) {
 		return nil, "", fmt.Errorf("no CA hash of %v is the workload cluster's CA (%s)", cfg.Join.CACertHashes, g.caHash)
 	}
-	if _, _, ok := strings.Cut(cfg.Join.Token, "."); !ok {
-		return nil, "", errors.New("the bootstrap token is not id.secret")
-	}
 	node.Labels[corev1.LabelOSStable] = "windows"
 	if cfg.WindowsBuild != "" {
 		node.Labels[corev1.LabelWindowsBuild] = cfg.WindowsBuild
