@@ -101,6 +101,14 @@ func (s *Session) reconcile(ctx context.Context, m Machine) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
+	if vm != nil && m.TaskRef != "" && !m.Provisioned {
+		// vCenter can show a clone's VM before the clone ends: a task still
+		// running is waited for, or a power-on, and a delete after it,
+		// would race the clone and the clone would leave its VM behind.
+		if st, err := s.checkTask(ctx, m.TaskRef); err == nil && st.TaskRef != "" {
+			return st, nil
+		}
+	}
 	if vm == nil {
 		if m.TaskRef != "" {
 			st, err := s.checkTask(ctx, m.TaskRef)
