@@ -124,6 +124,9 @@ func machineHealthCheck(t *testing.T, failure sim.Failure) {
 		replacement = ms[0]
 		g.Expect(replacement.Name).NotTo(Equal(first.Name), "the unhealthy Machine was replaced")
 		g.Expect(conditions.IsTrue(&replacement, clusterv1.MachineReadyCondition)).To(BeTrue())
+		// Cluster API patches a Machine's conditions before the rest of
+		// its status: Ready can show before status.nodeRef does.
+		g.Expect(replacement.Status.NodeRef.IsDefined()).To(BeTrue())
 	}, wait, 200*time.Millisecond).Should(Succeed())
 	g.Expect(replacement.Status.NodeRef.Name).NotTo(Equal(first.Status.NodeRef.Name))
 	node := &corev1.Node{}
