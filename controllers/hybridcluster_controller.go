@@ -133,6 +133,10 @@ func (r *HybridClusterReconciler) reconcileNormal(ctx context.Context, hc *infra
 		if r.Sessions.Stale(err, creds) {
 			return ctrl.Result{RequeueAfter: time.Second}, nil // log in again
 		}
+		if errors.Is(err, vsphere.ErrTimeout) {
+			setPlatformCondition(hc, metav1.ConditionFalse, infrav1.HybridClusterUnreachableReason, err.Error())
+			return ctrl.Result{RequeueAfter: platformRetry}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	setPlatformCondition(hc, metav1.ConditionTrue, infrav1.HybridClusterPlatformAvailableReason, "")

@@ -245,6 +245,11 @@ func (r *HybridMachineReconciler) reconcileNormal(ctx context.Context, hm *infra
 			return ctrl.Result{}, err
 		case r.Sessions.Stale(err, creds):
 			return ctrl.Result{RequeueAfter: time.Second}, nil // log in again
+		case errors.Is(err, vsphere.ErrTimeout):
+			// A clone vCenter started without answering is found by the
+			// VM's instance UUID on the next try, never cloned twice.
+			setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachinePlatformUnavailableReason, err.Error())
+			return ctrl.Result{RequeueAfter: platformRetry}, nil
 		}
 		return ctrl.Result{}, err
 	}

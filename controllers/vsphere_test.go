@@ -12,7 +12,9 @@ import (
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -566,5 +568,40 @@ func TestAzureClusterNotSupportedYet(t *testing.T) {
 		g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, hc)).To(Succeed())
 		g.Expect(condReason(g, hc, infrav1.HybridClusterPlatformAvailableCondition)).To(Equal(infrav1.HybridClusterPlatformNotSupportedReason))
 		g.Expect(hc.Status.Initialization.Provisioned).To(BeNil())
+	}, eventually).Should(Succeed())
+}
+
+// cloneUnanswered passes calls to vCenter except CloneVM_Task, which it
+// holds until the caller gives up: a vCenter that stopped answering. (That
+// a clone vCenter did start without answering is not cloned twice is
+// platform/vsphere's TestCallTimeoutMidClone.)
+type cloneUnanswered struct{ soap.RoundTripper }
+
+func (c cloneUnanswered) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
+	if _, clone := req.(*methods.CloneVM_TaskBody); clone {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return c.RoundTripper.RoundTrip(ctx, req, res)
+}
+
+// TestVCenterTimeoutReported: a vCenter call that gets no answer fails
+// within the call timeout and the HybridMachine's condition names it.
+func TestVCenterTimeoutReported(t *testing.T) {
+	g := NewWithT(t)
+	v := newVC(t)
+	sessions := vsphere.NewSessions()
+	sessions.CallTimeout = 300 * time.Millisecond
+	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { return cloneUnanswered{rt} }
+	ns := newNamespace(t)
+	startControllers(t, sessions, ns)
+	cluster(t, v, ns, nil)
+	markInfrastructureProvisioned(t, ns)
+	machine(t, ns, "slow", "DC0_H0_VM0")
+	g.Eventually(func(g Gomega) {
+		c := conditions.Get(getHM(g, ns, "slow"), infrav1.HybridMachineVMProvisionedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(infrav1.HybridMachinePlatformUnavailableReason))
+		g.Expect(c.Message).To(ContainSubstring("vCenter did not answer CloneVM_Task within 300ms"))
 	}, eventually).Should(Succeed())
 }

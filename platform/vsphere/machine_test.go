@@ -171,9 +171,11 @@ func TestCreateObserveDelete(t *testing.T) {
 	}
 }
 
+// deleteAll calls Delete as the controller's requeues would, for up to ten
+// seconds, until the VM is gone.
 func deleteAll(ctx context.Context, t testing.TB, s *Session, m Machine) {
 	t.Helper()
-	for range 50 {
+	for range 500 {
 		gone, task, err := s.Delete(ctx, m)
 		if err != nil {
 			t.Fatal(err)
@@ -182,8 +184,9 @@ func deleteAll(ctx context.Context, t testing.TB, s *Session, m Machine) {
 			return
 		}
 		m.TaskRef = task
+		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("VM of %s not deleted", m.Name)
+	t.Fatalf("VM of %s not deleted in 10s", m.Name)
 }
 
 // TestRestartMidCloneMakesNoDuplicate: a controller that restarts after

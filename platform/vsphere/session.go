@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,13 +62,22 @@ type Sessions struct {
 	// KeepAlive is how long a session may idle before a keep-alive call;
 	// vCenter ends idle sessions after 30 minutes.
 	KeepAlive time.Duration
+	// CallTimeout bounds each call to vCenter, so that a vCenter that
+	// stops answering holds no reconcile forever. Zero means no bound.
+	CallTimeout time.Duration
 	// Transport, if set, wraps the SOAP transport (tests inject faults).
 	Transport func(soap.RoundTripper) soap.RoundTripper
 }
 
+// DefaultCallTimeout is NewSessions' CallTimeout. vCenter answers a call
+// in well under a second; the slow work (clones, power operations) runs in
+// tasks that are polled, not waited for in one call.
+const DefaultCallTimeout = time.Minute
+
 // NewSessions returns an empty session cache.
 func NewSessions() *Sessions {
-	return &Sessions{sessions: map[string]*Session{}, login: map[string]*sync.Mutex{}, KeepAlive: 5 * time.Minute}
+	return &Sessions{sessions: map[string]*Session{}, login: map[string]*sync.Mutex{},
+		KeepAlive: 5 * time.Minute, CallTimeout: DefaultCallTimeout}
 }
 
 // Opened is how many sessions were logged in.
@@ -125,6 +135,10 @@ var ErrLogin = errors.New("vCenter login failed")
 // does not match the thumbprint.
 var ErrConnect = errors.New("cannot connect to vCenter")
 
+// ErrTimeout is wrapped when vCenter does not answer a call within the
+// sessions' CallTimeout.
+var ErrTimeout = errors.New("vCenter did not answer")
+
 func (s *Sessions) open(ctx context.Context, creds Credentials) (*Session, error) {
 	u, err := soap.ParseURL(creds.Server)
 	if err != nil {
@@ -138,14 +152,17 @@ func (s *Sessions) open(ctx context.Context, creds Credentials) (*Session, error
 	if s.Transport != nil {
 		rt = s.Transport(rt)
 	}
+	rt = &deadline{RoundTripper: rt, d: s.CallTimeout}
 	vc, err := vim25.NewClient(ctx, rt)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrConnect, u.Host, err)
 	}
 	// Keep the session from idling out, and log in again should vCenter
 	// have ended it anyway.
+	// The keep-alive outlives the reconcile that opened the session, so it
+	// does not use its context.
 	vc.RoundTripper = keepalive.NewHandlerSOAP(vc.RoundTripper, s.KeepAlive, func() error {
-		_, err := methods.GetCurrentTime(ctx, vc)
+		_, err := methods.GetCurrentTime(context.Background(), vc)
 		return err
 	})
 	if err := session.NewManager(vc).Login(ctx, url.UserPassword(creds.Username, creds.Password)); err != nil {
@@ -167,6 +184,35 @@ type counter struct {
 func (c *counter) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
 	c.n.Add(1)
 	return c.RoundTripper.RoundTrip(ctx, req, res)
+}
+
+// deadline bounds each SOAP call by d.
+type deadline struct {
+	soap.RoundTripper
+	d time.Duration
+}
+
+func (c *deadline) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
+	if c.d <= 0 {
+		return c.RoundTripper.RoundTrip(ctx, req, res)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, c.d)
+	defer cancel()
+	err := c.RoundTripper.RoundTrip(callCtx, req, res)
+	if err != nil && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w %s within %s: %w", ErrTimeout, method(req), c.d, err)
+	}
+	return err
+}
+
+// method names a SOAP call by its request type (methods.CloneVM_TaskBody
+// is CloneVM_Task).
+func method(req soap.HasFault) string {
+	t := reflect.TypeOf(req)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return strings.TrimSuffix(t.Name(), "Body")
 }
 
 // isFault reports whether err is, or carries, a vSphere fault of type T.

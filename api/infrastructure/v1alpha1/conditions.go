@@ -63,7 +63,7 @@ const (
 	// HybridMachineTaskFailedReason means a vCenter task failed; it is retried.
 	HybridMachineTaskFailedReason = "TaskFailed"
 	// HybridMachinePlatformUnavailableReason means the HybridCluster's
-	// platform cannot be reached.
+	// platform cannot be reached or did not answer a call in time.
 	HybridMachinePlatformUnavailableReason = "PlatformUnavailable"
 	// HybridMachineInvalidReason means the machine cannot be made as
 	// specified (for example a platform other than its cluster's).

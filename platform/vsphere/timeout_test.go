@@ -1,0 +1,102 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/soap"
+)
+
+// TestLoginTimeout: a server that takes connections and never answers gives
+// a clear error within the call timeout, not a reconcile held forever.
+func TestLoginTimeout(t *testing.T) {
+	stop := make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	defer srv.Close()
+	defer close(stop)
+	sessions := NewSessions()
+	sessions.CallTimeout = 200 * time.Millisecond
+	start := time.Now()
+	_, err := sessions.Get(t.Context(), Credentials{Server: srv.Listener.Addr().String(), Username: "u", Password: "p", Insecure: true})
+	if !errors.Is(err, ErrConnect) || !errors.Is(err, ErrTimeout) {
+		t.Fatalf("want ErrConnect and ErrTimeout, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "vCenter did not answer RetrieveServiceContent within 200ms") {
+		t.Errorf("the error must name the call and the timeout: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the login gave up after %s", d)
+	}
+}
+
+// hangAfter passes calls to vCenter; while hang is set, it withholds the
+// answer to a CloneVM_Task until the caller gives up, as a vCenter does
+// that accepted the request and then stopped answering.
+type hangAfter struct {
+	soap.RoundTripper
+	hang *atomic.Bool
+}
+
+func (h *hangAfter) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
+	err := h.RoundTripper.RoundTrip(ctx, req, res)
+	if _, clone := req.(*methods.CloneVM_TaskBody); clone && h.hang.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return err
+}
+
+// TestCallTimeoutMidClone: vCenter starts a clone but its answer never
+// comes. The call fails in the timeout with an error naming it, and the
+// machine still ends with exactly one VM.
+func TestCallTimeoutMidClone(t *testing.T) {
+	ctx := t.Context()
+	_, creds := vcsim(t)
+	var hang atomic.Bool
+	hang.Store(true)
+	sessions := NewSessions()
+	sessions.CallTimeout = 300 * time.Millisecond
+	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { return &hangAfter{RoundTripper: rt, hang: &hang} }
+	s, err := sessions.Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := machine("t1")
+	_, err = s.Reconcile(ctx, m)
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "CloneVM_Task within 300ms") {
+		t.Fatalf("want ErrTimeout naming CloneVM_Task, got %v", err)
+	}
+	if sessions.Stale(err, creds) {
+		t.Errorf("a timeout is not a lost session")
+	}
+
+	hang.Store(false)
+	provision(ctx, t, s, m, 50*time.Millisecond)
+	if n := vmsWithUUID(ctx, t, s, InstanceUUID("default", "t1")); n != 1 {
+		t.Fatalf("%d VMs for one machine after a clone whose answer was lost, want 1", n)
+	}
+}
+
+// TestCallerCancelIsNotTimeout: a caller's own cancellation is reported as
+// such, not as vCenter failing to answer.
+func TestCallerCancelIsNotTimeout(t *testing.T) {
+	s, _ := newSession(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := s.Reconcile(ctx, machine("c1"))
+	if err == nil || errors.Is(err, ErrTimeout) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled and not ErrTimeout, got %v", err)
+	}
+}
