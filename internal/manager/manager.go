@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
@@ -60,6 +62,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			(&controllers.HybridClusterReconciler{Client: mgr.GetClient(), Sessions: sessions, ControllerNamespace: o.Namespace}).SetupWithManager(mgr, copts),
 			(&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Sessions: sessions, ControllerNamespace: o.Namespace}).SetupWithManager(mgr, copts),
 			(&controllers.HybridMachineTemplateReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, copts),
+			// Logs out of idle vCenter sessions, and of all of them when
+			// the manager stops.
+			mgr.Add(crmanager.RunnableFunc(func(ctx context.Context) error {
+				return sessions.Start(logr.NewContext(ctx, mgr.GetLogger().WithName("vcenter-sessions")))
+			})),
 		); err != nil {
 			return fmt.Errorf("setting up the infrastructure reconcilers: %w", err)
 		}

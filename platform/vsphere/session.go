@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/session"
 	"github.com/vmware/govmomi/session/keepalive"
@@ -47,6 +48,8 @@ type Session struct {
 	// networks) by datacenter and path: they rarely change, and finding one
 	// costs several round trips.
 	cache sync.Map
+	// used is when Get last handed the session out, in Unix nanoseconds.
+	used atomic.Int64
 }
 
 // Sessions keeps one long-lived session per server and credentials.
@@ -62,6 +65,10 @@ type Sessions struct {
 	// KeepAlive is how long a session may idle before a keep-alive call;
 	// vCenter ends idle sessions after 30 minutes.
 	KeepAlive time.Duration
+	// IdleLogout is how long a session may go unused before Start logs it
+	// out: the session of credentials that were rotated, or of a cluster
+	// that was deleted, is not kept alive forever.
+	IdleLogout time.Duration
 	// CallTimeout bounds each call to vCenter, so that a vCenter that
 	// stops answering holds no reconcile forever. Zero means no bound.
 	CallTimeout time.Duration
@@ -74,10 +81,13 @@ type Sessions struct {
 // tasks that are polled, not waited for in one call.
 const DefaultCallTimeout = time.Minute
 
+// UserAgent is what vCenter shows as the user agent of capwin's sessions.
+const UserAgent = "capwin-manager"
+
 // NewSessions returns an empty session cache.
 func NewSessions() *Sessions {
 	return &Sessions{sessions: map[string]*Session{}, login: map[string]*sync.Mutex{},
-		KeepAlive: 5 * time.Minute, CallTimeout: DefaultCallTimeout}
+		KeepAlive: 5 * time.Minute, IdleLogout: 30 * time.Minute, CallTimeout: DefaultCallTimeout}
 }
 
 // Opened is how many sessions were logged in.
@@ -91,6 +101,7 @@ func (s *Sessions) Get(ctx context.Context, creds Credentials) (*Session, error)
 	k := creds.key()
 	s.mu.Lock()
 	if sess, ok := s.sessions[k]; ok {
+		sess.used.Store(time.Now().UnixNano())
 		s.mu.Unlock()
 		return sess, nil
 	}
@@ -105,6 +116,7 @@ func (s *Sessions) Get(ctx context.Context, creds Credentials) (*Session, error)
 	defer l.Unlock()
 	s.mu.Lock()
 	if sess, ok := s.sessions[k]; ok {
+		sess.used.Store(time.Now().UnixNano())
 		s.mu.Unlock()
 		return sess, nil
 	}
@@ -114,10 +126,71 @@ func (s *Sessions) Get(ctx context.Context, creds Credentials) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
+	sess.used.Store(time.Now().UnixNano())
 	s.mu.Lock()
 	s.sessions[k] = sess
 	s.mu.Unlock()
 	return sess, nil
+}
+
+// LogoutIdle logs out of, and forgets, the sessions Get has not handed out
+// for idle or longer; idle 0 means every session. A caller still holding
+// one gets NotAuthenticated, which Stale reports, and logs in again.
+func (s *Sessions) LogoutIdle(ctx context.Context, idle time.Duration) (int, error) {
+	cutoff := time.Now().Add(-idle).UnixNano()
+	var idled []*Session
+	s.mu.Lock()
+	for k, sess := range s.sessions {
+		if sess.used.Load() <= cutoff {
+			idled = append(idled, sess)
+			delete(s.sessions, k)
+		}
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, sess := range idled {
+		// Logging out also stops the session's keep-alive.
+		if err := session.NewManager(sess.Client).Logout(ctx); err != nil && !isFault[*types.NotAuthenticated](err) {
+			errs = append(errs, err)
+		}
+	}
+	return len(idled), errors.Join(errs...)
+}
+
+// Start logs out of sessions idle for IdleLogout (checking every minute;
+// never if IdleLogout is 0), and of every session when ctx ends, so that a
+// stopped controller leaves no session in vCenter. It is a
+// controller-runtime Runnable and logs with ctx's logger.
+func (s *Sessions) Start(ctx context.Context) error {
+	log := logr.FromContextOrDiscard(ctx)
+	var tick <-chan time.Time
+	if s.IdleLogout > 0 {
+		t := time.NewTicker(min(time.Minute, s.IdleLogout))
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			bye, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			n, err := s.LogoutIdle(bye, 0)
+			if err != nil {
+				// vCenter ends them after 30 idle minutes.
+				log.Error(err, "Logging out of vCenter sessions at shutdown")
+			}
+			log.V(2).Info("Logged out of vCenter sessions at shutdown", "sessions", n)
+			return nil
+		case <-tick:
+			n, err := s.LogoutIdle(ctx, s.IdleLogout)
+			if err != nil {
+				log.Error(err, "Logging out of idle vCenter sessions")
+			}
+			if n > 0 {
+				log.Info("Logged out of idle vCenter sessions", "sessions", n, "idle", s.IdleLogout)
+			}
+		}
+	}
 }
 
 // Forget drops the session for creds, after vCenter said it is no longer
@@ -145,6 +218,7 @@ func (s *Sessions) open(ctx context.Context, creds Credentials) (*Session, error
 		return nil, fmt.Errorf("%w: server %q: %w", ErrConnect, creds.Server, err)
 	}
 	sc := soap.NewClient(u, creds.Insecure)
+	sc.UserAgent = UserAgent
 	if creds.Thumbprint != "" {
 		sc.SetThumbprint(u.Host, creds.Thumbprint)
 	}
