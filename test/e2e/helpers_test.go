@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -25,6 +26,7 @@ import (
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/platform/vsphere"
 	"github.com/capwin/capwin/test/sim"
 )
 
@@ -192,9 +194,11 @@ func numCPUs(t testing.TB, prefix string) map[string]int32 {
 	return out
 }
 
-// cloneTasks counts the clone tasks vCenter remembers, by state; refused
-// counts those that failed because a VM of the name existed.
-func cloneTasks(t testing.TB) (running, succeeded, failed, refused int) {
+// cloneTasks counts the clone tasks vCenter started since the given time,
+// by state (the simulation's tests run one after another, so these are the
+// calling test's); refused counts those that failed because a VM of the
+// name existed, and other holds the other failures.
+func cloneTasks(t testing.TB, since time.Time) (running, succeeded, refused int, other []string) {
 	t.Helper()
 	c, err := govmomi.NewClient(t.Context(), s.VCenter.URL(), true)
 	if err != nil {
@@ -213,19 +217,46 @@ func cloneTasks(t testing.TB) (running, succeeded, failed, refused int) {
 		if !strings.HasPrefix(task.Info.DescriptionId, "VirtualMachine.clone") { // vcsim: VirtualMachine.cloneVm
 			continue
 		}
+		if task.Info.StartTime == nil || task.Info.StartTime.Before(since) {
+			continue
+		}
 		switch task.Info.State {
 		case types.TaskInfoStateRunning, types.TaskInfoStateQueued:
 			running++
 		case types.TaskInfoStateSuccess:
 			succeeded++
 		case types.TaskInfoStateError:
-			failed++
-			if task.Info.Error != nil {
-				if _, ok := task.Info.Error.Fault.(*types.DuplicateName); ok {
-					refused++
-				}
+			if task.Info.Error == nil {
+				other = append(other, task.Info.Key+": failed without an error")
+				continue
 			}
+			if _, ok := task.Info.Error.Fault.(*types.DuplicateName); ok {
+				refused++
+				continue
+			}
+			other = append(other, fmt.Sprintf("%s: %T %s", task.Info.Key, task.Info.Error.Fault, task.Info.Error.LocalizedMessage))
 		}
 	}
-	return running, succeeded, failed, refused
+	return running, succeeded, refused, other
+}
+
+// capwinSessions is how many sessions capwin's controllers hold in vCenter.
+func capwinSessions(t testing.TB) int {
+	t.Helper()
+	c, err := govmomi.NewClient(t.Context(), s.VCenter.URL(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Logout(context.Background()) }()
+	var sm mo.SessionManager
+	if err := c.RetrieveOne(t.Context(), *c.ServiceContent.SessionManager, []string{"sessionList"}, &sm); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, us := range sm.SessionList {
+		if us.UserAgent == vsphere.UserAgent {
+			n++
+		}
+	}
+	return n
 }
