@@ -130,7 +130,7 @@ func (r *HybridClusterReconciler) reconcileNormal(ctx context.Context, hc *infra
 				fmt.Sprintf("Datacenter %s does not exist on %s", hc.Spec.VSphere.Datacenter, hc.Spec.VSphere.Server))
 			return ctrl.Result{RequeueAfter: platformRetry}, nil
 		}
-		if r.Sessions.Stale(err, creds) {
+		if r.Sessions.Stale(err, s) {
 			return ctrl.Result{RequeueAfter: time.Second}, nil // log in again
 		}
 		if errors.Is(err, vsphere.ErrTimeout) {

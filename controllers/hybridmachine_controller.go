@@ -164,13 +164,12 @@ func (r *HybridMachineReconciler) hybridCluster(ctx context.Context, cluster *cl
 }
 
 // session returns the vCenter session of the machine's cluster.
-func (r *HybridMachineReconciler) session(ctx context.Context, hc *infrav1.HybridCluster) (*vsphere.Session, vsphere.Credentials, error) {
+func (r *HybridMachineReconciler) session(ctx context.Context, hc *infrav1.HybridCluster) (*vsphere.Session, error) {
 	creds, err := vsphereCredentials(ctx, r.Client, r.ControllerNamespace, hc)
 	if err != nil {
-		return nil, creds, err
+		return nil, err
 	}
-	s, err := r.Sessions.Get(ctx, creds)
-	return s, creds, err
+	return r.Sessions.Get(ctx, creds)
 }
 
 func (r *HybridMachineReconciler) vmOf(hm *infrav1.HybridMachine, machine *clusterv1.Machine, hc *infrav1.HybridCluster) vsphere.Machine {
@@ -220,7 +219,7 @@ func (r *HybridMachineReconciler) reconcileNormal(ctx context.Context, hm *infra
 		vm.UserData = data.Data["value"]
 	}
 
-	s, creds, err := r.session(ctx, hc)
+	s, err := r.session(ctx, hc)
 	if err != nil {
 		setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachinePlatformUnavailableReason, err.Error())
 		return ctrl.Result{RequeueAfter: platformRetry}, nil
@@ -243,11 +242,12 @@ func (r *HybridMachineReconciler) reconcileNormal(ctx context.Context, hm *infra
 			hm.Status.VSphere.TaskRef = ""
 			setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineTaskFailedReason, err.Error())
 			return ctrl.Result{}, err
-		case r.Sessions.Stale(err, creds):
+		case r.Sessions.Stale(err, s):
 			return ctrl.Result{RequeueAfter: time.Second}, nil // log in again
 		case errors.Is(err, vsphere.ErrTimeout):
-			// A clone vCenter started without answering is found by the
-			// VM's instance UUID on the next try, never cloned twice.
+			// A clone vCenter started without answering is not cloned
+			// twice: vCenter refuses the name until that clone ends, and
+			// its VM is then found by its instance UUID.
 			setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachinePlatformUnavailableReason, err.Error())
 			return ctrl.Result{RequeueAfter: platformRetry}, nil
 		}
@@ -318,14 +318,14 @@ func (r *HybridMachineReconciler) reconcileDelete(ctx context.Context, hm *infra
 			"Waiting for the HybridCluster, whose credentials the VM is deleted with")
 		return ctrl.Result{RequeueAfter: platformRetry}, nil
 	}
-	s, creds, err := r.session(ctx, hc)
+	s, err := r.session(ctx, hc)
 	if err != nil {
 		setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachinePlatformUnavailableReason, err.Error())
 		return ctrl.Result{RequeueAfter: platformRetry}, nil
 	}
 	gone, task, err := s.Delete(ctx, r.vmOf(hm, machine, hc))
 	if err != nil {
-		if r.Sessions.Stale(err, creds) {
+		if r.Sessions.Stale(err, s) {
 			return ctrl.Result{RequeueAfter: time.Second}, nil // log in again
 		}
 		// A failed power-off or destroy is reported and retried with backoff.

@@ -49,7 +49,7 @@ func TestIdleSessionsLoggedOut(t *testing.T) {
 	if n := userSessions(t, admin); n != 1 {
 		t.Fatalf("%d sessions in vCenter after the idle one was logged out, want 1 (admin's)", n)
 	}
-	if _, err := s1.Reconcile(ctx, machine("i1")); !sessions.Stale(err, creds) {
+	if _, err := s1.Reconcile(ctx, machine("i1")); !sessions.Stale(err, s1) {
 		t.Errorf("a logged-out session must read as stale, got %v", err)
 	}
 	if _, err := sessions.Get(ctx, creds); err != nil {
@@ -68,5 +68,42 @@ func TestIdleSessionsLoggedOut(t *testing.T) {
 	}
 	if n := userSessions(t, admin); n != 1 {
 		t.Errorf("%d sessions in vCenter after Start returned, want 1 (admin's)", n)
+	}
+}
+
+// TestStaleKeepsNewerSession: a reconcile that still held a logged-out
+// session, reporting it stale after another reconcile logged in again,
+// does not drop the new session, which would then be kept alive and never
+// logged out.
+func TestStaleKeepsNewerSession(t *testing.T) {
+	ctx := t.Context()
+	_, creds := vcsim(t)
+	admin, err := NewSessions().Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := NewSessions()
+	s1, err := sessions.Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sessions.LogoutIdle(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := sessions.Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s1.Reconcile(ctx, machine("k1")); !sessions.Stale(err, s1) {
+		t.Fatalf("want the old session stale, got %v", err)
+	}
+	if got, err := sessions.Get(ctx, creds); err != nil || got != s2 {
+		t.Fatalf("the newer session was dropped (%v)", err)
+	}
+	if n, err := sessions.LogoutIdle(ctx, 0); n != 1 || err != nil {
+		t.Fatalf("logged out %d sessions (%v), want the newer one", n, err)
+	}
+	if n := userSessions(t, admin); n != 1 {
+		t.Errorf("%d sessions in vCenter, want 1 (admin's)", n)
 	}
 }

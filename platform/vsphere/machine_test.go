@@ -343,7 +343,7 @@ func TestSessionReestablished(t *testing.T) {
 	}
 
 	_, err = s.Reconcile(ctx, machine("s2"))
-	if !sessions.Stale(err, creds) {
+	if !sessions.Stale(err, s) {
 		t.Fatalf("an ended session must be reported stale, got %v", err)
 	}
 	s, err = sessions.Get(ctx, creds)

@@ -50,6 +50,8 @@ type Session struct {
 	cache sync.Map
 	// used is when Get last handed the session out, in Unix nanoseconds.
 	used atomic.Int64
+	// key is its credentials' key in Sessions.
+	key string
 }
 
 // Sessions keeps one long-lived session per server and credentials.
@@ -127,6 +129,7 @@ func (s *Sessions) Get(ctx context.Context, creds Credentials) (*Session, error)
 		return nil, err
 	}
 	sess.used.Store(time.Now().UnixNano())
+	sess.key = k
 	s.mu.Lock()
 	s.sessions[k] = sess
 	s.mu.Unlock()
@@ -147,11 +150,26 @@ func (s *Sessions) LogoutIdle(ctx context.Context, idle time.Duration) (int, err
 		}
 	}
 	s.mu.Unlock()
-	var errs []error
+	// Logging out also stops a session's keep-alive. The logouts run side
+	// by side, and this returns when ctx ends even if vCenter does not
+	// answer (each call then ends in CallTimeout).
+	done := make(chan error, len(idled))
 	for _, sess := range idled {
-		// Logging out also stops the session's keep-alive.
-		if err := session.NewManager(sess.Client).Logout(ctx); err != nil && !isFault[*types.NotAuthenticated](err) {
+		go func() {
+			err := session.NewManager(sess.Client).Logout(ctx)
+			if isFault[*types.NotAuthenticated](err) {
+				err = nil // vCenter had ended it already
+			}
+			done <- err
+		}()
+	}
+	var errs []error
+	for range idled {
+		select {
+		case err := <-done:
 			errs = append(errs, err)
+		case <-ctx.Done():
+			return len(idled), errors.Join(append(errs, ctx.Err())...)
 		}
 	}
 	return len(idled), errors.Join(errs...)
@@ -193,12 +211,15 @@ func (s *Sessions) Start(ctx context.Context) error {
 	}
 }
 
-// Forget drops the session for creds, after vCenter said it is no longer
-// authenticated; the next Get logs in again.
-func (s *Sessions) Forget(creds Credentials) {
+// Forget drops sess, after vCenter said it is no longer authenticated; the
+// next Get logs in again. A newer session of the same credentials, which
+// another reconcile may have opened since, is kept.
+func (s *Sessions) Forget(sess *Session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.sessions, creds.key())
+	if s.sessions[sess.key] == sess {
+		delete(s.sessions, sess.key)
+	}
 }
 
 // ErrLogin is wrapped by a failed login (bad credentials).
@@ -298,11 +319,12 @@ func isFault[T types.BaseMethodFault](err error) bool {
 	return fault.Is(err, reflect.New(reflect.TypeOf(target).Elem()).Interface().(types.BaseMethodFault))
 }
 
-// Stale reports whether err says the session is no longer logged in (vCenter
-// ended it); the session is then forgotten so that the next Get logs in.
-func (s *Sessions) Stale(err error, creds Credentials) bool {
+// Stale reports whether err, from a call on sess, says sess is no longer
+// logged in (vCenter ended it, or LogoutIdle did); sess is then forgotten
+// so that the next Get logs in.
+func (s *Sessions) Stale(err error, sess *Session) bool {
 	if isFault[*types.NotAuthenticated](err) {
-		s.Forget(creds)
+		s.Forget(sess)
 		return true
 	}
 	return false
