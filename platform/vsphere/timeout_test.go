@@ -78,7 +78,7 @@ func TestCallTimeoutMidClone(t *testing.T) {
 	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "CloneVM_Task within 300ms") {
 		t.Fatalf("want ErrTimeout naming CloneVM_Task, got %v", err)
 	}
-	if sessions.Stale(err, creds) {
+	if sessions.Stale(err, s) {
 		t.Errorf("a timeout is not a lost session")
 	}
 
@@ -89,14 +89,24 @@ func TestCallTimeoutMidClone(t *testing.T) {
 	}
 }
 
-// TestCallerCancelIsNotTimeout: a caller's own cancellation is reported as
-// such, not as vCenter failing to answer.
-func TestCallerCancelIsNotTimeout(t *testing.T) {
-	s, _ := newSession(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	_, err := s.Reconcile(ctx, machine("c1"))
-	if err == nil || errors.Is(err, ErrTimeout) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("want context.Canceled and not ErrTimeout, got %v", err)
+// TestCallerDeadlineIsNotTimeout: a caller's own deadline, shorter than
+// the call timeout, is reported as the caller's, not as vCenter failing to
+// answer.
+func TestCallerDeadlineIsNotTimeout(t *testing.T) {
+	_, creds := vcsim(t)
+	var hang atomic.Bool
+	sessions := NewSessions()
+	sessions.CallTimeout = 10 * time.Second
+	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { return &hangAfter{RoundTripper: rt, hang: &hang} }
+	s, err := sessions.Get(t.Context(), creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hang.Store(true)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	_, err = s.Reconcile(ctx, machine("c1"))
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTimeout) {
+		t.Fatalf("want the caller's context.DeadlineExceeded and not ErrTimeout, got %v", err)
 	}
 }
