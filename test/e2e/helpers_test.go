@@ -194,7 +194,7 @@ func numCPUs(t testing.TB, prefix string) map[string]int32 {
 	return out
 }
 
-// cloneTasks counts the clone tasks vCenter started since the given time,
+// cloneTasks counts the clone tasks vCenter queued since the given time,
 // by state (the simulation's tests run one after another, so these are the
 // calling test's); refused counts those that failed because a VM of the
 // name existed, and other holds the other failures.
@@ -217,7 +217,7 @@ func cloneTasks(t testing.TB, since time.Time) (running, succeeded, refused int,
 		if !strings.HasPrefix(task.Info.DescriptionId, "VirtualMachine.clone") { // vcsim: VirtualMachine.cloneVm
 			continue
 		}
-		if task.Info.StartTime == nil || task.Info.StartTime.Before(since) {
+		if task.Info.QueueTime.Before(since) {
 			continue
 		}
 		switch task.Info.State {
