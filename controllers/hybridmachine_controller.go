@@ -180,7 +180,7 @@ func (r *HybridMachineReconciler) vmOf(hm *infrav1.HybridMachine, machine *clust
 			name = names.WindowsComputerName(machine.Namespace, machine.Name)
 		}
 	}
-	return vsphere.Machine{
+	m := vsphere.Machine{
 		Namespace:    hm.Namespace,
 		Name:         hm.Name,
 		Datacenter:   hc.Spec.VSphere.Datacenter,
@@ -190,6 +190,10 @@ func (r *HybridMachineReconciler) vmOf(hm *infrav1.HybridMachine, machine *clust
 		TaskRef:      hm.Status.VSphere.TaskRef,
 		Provisioned:  ptr.Deref(hm.Status.Initialization.Provisioned, false),
 	}
+	if hm.DeletionTimestamp != nil {
+		m.DeletingSince = hm.DeletionTimestamp.Time
+	}
+	return m
 }
 
 func (r *HybridMachineReconciler) reconcileNormal(ctx context.Context, hm *infrav1.HybridMachine, machine *clusterv1.Machine, cluster *clusterv1.Cluster, hc *infrav1.HybridCluster) (ctrl.Result, error) {
@@ -335,6 +339,9 @@ func (r *HybridMachineReconciler) reconcileDelete(ctx context.Context, hm *infra
 	}
 	hm.Status.VSphere.TaskRef = task
 	if !gone {
+		if task != "" {
+			setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineDeletingReason, "Waiting for vCenter task "+task)
+		}
 		return ctrl.Result{RequeueAfter: taskPoll}, nil
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted the VM")

@@ -11,6 +11,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
@@ -38,6 +39,10 @@ type Machine struct {
 	// Provisioned says the VM was made before: if it is gone, it was deleted
 	// behind capwin's back and is not made again (its provider ID would change).
 	Provisioned bool
+	// DeletingSince is when the machine's deletion began. Delete waits for
+	// the template's clones queued before it (with a margin for clock
+	// skew); later ones cannot be this machine's.
+	DeletingSince time.Time
 }
 
 // State is what a reconcile found or started.
@@ -301,8 +306,11 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 	return State{TaskRef: task.Reference().Value}, nil
 }
 
-// Delete powers the VM off and destroys it, one task at a time. It returns
-// gone once no VM is left; a VM that is already gone is fine.
+// Delete powers the VM off and destroys it, one task at a time, and
+// returns the task to wait for. It returns gone once no VM is left; a VM
+// that is already gone is fine. A machine never provisioned is gone only
+// once no clone of its template queued before its deletion still runs: one
+// may be its own, whose task was never recorded.
 func (s *Session) Delete(ctx context.Context, m Machine) (gone bool, taskRef string, err error) {
 	gone, taskRef, err = s.delete(ctx, m)
 	if err != nil && s.stale(err, m) {
@@ -335,8 +343,22 @@ func (s *Session) delete(ctx context.Context, m Machine) (gone bool, taskRef str
 		}
 	}
 	vm, err := s.findVM(ctx, dc, m)
-	if err != nil || vm == nil {
-		return vm == nil && err == nil, "", err
+	if err != nil {
+		return false, "", err
+	}
+	if vm == nil {
+		if m.Provisioned {
+			return true, "", nil
+		}
+		// Never provisioned and no VM: either no clone was asked for, or
+		// one was whose answer never came (a call timeout, a restart) and
+		// vCenter does not list its VM while it runs. Wait for the
+		// template's clones queued before the deletion, one at a time (the
+		// caller records each as its task); the VM, if one of them was
+		// this machine's, is then found by its instance UUID and
+		// destroyed.
+		task, err := s.runningClone(ctx, dc, m)
+		return task == "" && err == nil, task, err
 	}
 	state, err := vm.PowerState(ctx)
 	if err != nil {
@@ -352,6 +374,57 @@ func (s *Session) delete(ctx context.Context, m Machine) (gone bool, taskRef str
 		return false, "", fmt.Errorf("deleting VM %s: %w", vm.Reference().Value, err)
 	}
 	return false, task.Reference().Value, nil
+}
+
+// cloneSkew allows for the clocks of vCenter and the API server differing
+// when Delete compares a clone's queue time with the deletion's start.
+const cloneSkew = 5 * time.Minute
+
+// runningClone returns the earliest running or queued clone of m's
+// template that vCenter queued before m's deletion began, or "" (and so the
+// machine's VM is gone) when there is none or the template is gone.
+func (s *Session) runningClone(ctx context.Context, dc *object.Datacenter, m Machine) (string, error) {
+	if m.Spec == nil || m.Spec.Template == "" {
+		return "", nil
+	}
+	tmpl, err := find.NewFinder(s.Client).SetDatacenter(dc).VirtualMachine(ctx, m.Spec.Template)
+	if err != nil {
+		if errors.As(err, new(*find.NotFoundError)) {
+			return "", nil // no template, no clone of it
+		}
+		return "", fmt.Errorf("finding template %s: %w", m.Spec.Template, err)
+	}
+	var o mo.VirtualMachine
+	if err := tmpl.Properties(ctx, tmpl.Reference(), []string{"recentTask"}, &o); err != nil {
+		return "", fmt.Errorf("reading the recent tasks of template %s: %w", m.Spec.Template, err)
+	}
+	if len(o.RecentTask) == 0 {
+		return "", nil
+	}
+	var tasks []mo.Task
+	if err := property.DefaultCollector(s.Client).Retrieve(ctx, o.RecentTask, []string{"info"}, &tasks); err != nil {
+		return "", fmt.Errorf("reading the recent tasks of template %s: %w", m.Spec.Template, err)
+	}
+	var earliest *types.TaskInfo
+	for i := range tasks {
+		info := &tasks[i].Info
+		if !strings.HasPrefix(info.DescriptionId, "VirtualMachine.clone") {
+			continue
+		}
+		if info.State != types.TaskInfoStateRunning && info.State != types.TaskInfoStateQueued {
+			continue
+		}
+		if !m.DeletingSince.IsZero() && info.QueueTime.After(m.DeletingSince.Add(cloneSkew)) {
+			continue
+		}
+		if earliest == nil || info.QueueTime.Before(earliest.QueueTime) {
+			earliest = info
+		}
+	}
+	if earliest == nil {
+		return "", nil
+	}
+	return earliest.Key, nil
 }
 
 // ClearUserData removes guestinfo.userdata from the VM once the node has

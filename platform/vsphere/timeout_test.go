@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/soap"
 )
@@ -108,5 +109,67 @@ func TestCallerDeadlineIsNotTimeout(t *testing.T) {
 	_, err = s.Reconcile(ctx, machine("c1"))
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTimeout) {
 		t.Fatalf("want the caller's context.DeadlineExceeded and not ErrTimeout, got %v", err)
+	}
+}
+
+// TestDeleteDuringLostClone: a machine whose clone's answer was lost is
+// deleted while that clone still runs and vCenter does not list its VM.
+// The delete waits for the clone and destroys its VM: none is left behind.
+func TestDeleteDuringLostClone(t *testing.T) {
+	ctx := t.Context()
+	_, creds := vcsim(t)
+	// vcsim delays a task by its info.name; without LockHandoff 0 it also
+	// blocks every read of the template while the clone waits, which
+	// vCenter does not.
+	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 1500, "LockHandoff": 0}
+	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
+	var hang atomic.Bool
+	hang.Store(true)
+	sessions := NewSessions()
+	sessions.CallTimeout = 200 * time.Millisecond
+	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { return &hangAfter{RoundTripper: rt, hang: &hang} }
+	s, err := sessions.Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := machine("d1")
+	cloned := time.Now()
+	if _, err := s.Reconcile(ctx, m); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("want the clone's answer lost, got %v", err)
+	}
+	hang.Store(false)
+	if n := vmsWithUUID(ctx, t, s, InstanceUUID("default", "d1")); n != 0 {
+		t.Fatalf("vCenter lists the VM while its clone runs (%d): this test needs it not to", n)
+	}
+
+	m.DeletingSince = time.Now()
+	deleteAll(ctx, t, s, m)
+	// Whatever the delete did, the clone has ended by now.
+	time.Sleep(time.Until(cloned.Add(2500 * time.Millisecond)))
+	if n := vmsWithUUID(ctx, t, s, InstanceUUID("default", "d1")); n != 0 {
+		t.Fatalf("%d VMs left behind by the lost clone, want 0", n)
+	}
+}
+
+// TestDeleteIgnoresLaterClones: a never-provisioned machine being deleted
+// does not wait for clones queued after its deletion began: they cannot be
+// its own.
+func TestDeleteIgnoresLaterClones(t *testing.T) {
+	ctx := t.Context()
+	s, _ := newSession(t)
+	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 3000, "LockHandoff": 0}
+	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
+	gone := machine("g1")
+	gone.DeletingSince = time.Now().Add(-time.Hour) // beyond the clock-skew margin
+	other := machine("g2")
+	if st, err := s.Reconcile(ctx, other); err != nil || st.TaskRef == "" {
+		t.Fatalf("want g2's clone running, got %+v, %v", st, err)
+	}
+	if done, task, err := s.Delete(ctx, gone); !done || task != "" || err != nil {
+		t.Fatalf("a later clone held the delete: gone=%v task=%q err=%v", done, task, err)
+	}
+	gone.DeletingSince = time.Now()
+	if done, task, err := s.Delete(ctx, gone); done || task == "" || err != nil {
+		t.Fatalf("want the delete to wait for a clone queued before it, got gone=%v task=%q err=%v", done, task, err)
 	}
 }

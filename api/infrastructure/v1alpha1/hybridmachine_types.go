@@ -92,9 +92,11 @@ type NodeBootstrapStatus struct {
 // +kubebuilder:validation:MinProperties=1
 type VSphereMachineStatus struct {
 	// taskRef is the vCenter task (clone, power on, power off, destroy) the
-	// controller started and resumes on its next reconcile. The VM itself is
-	// found by its instance UUID, derived from the HybridMachine's namespace
-	// and name, never by this field.
+	// controller started and resumes on its next reconcile. While a machine
+	// that was never provisioned is deleted, it can also be a clone of its
+	// template that the delete waits for, as that clone may be the
+	// machine's own. The VM itself is found by its instance UUID, derived
+	// from the HybridMachine's namespace and name, never by this field.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
