@@ -21,21 +21,29 @@ func userSessions(t testing.TB, admin *Session) int {
 	return len(sm.SessionList)
 }
 
+// twoSessions starts vcsim and logs in twice: admin, to look at vCenter's
+// sessions, and s1 through sessions, the session cache under test.
+func twoSessions(t *testing.T) (Credentials, *Session, *Sessions, *Session) {
+	t.Helper()
+	_, creds := vcsim(t)
+	admin, err := NewSessions().Get(t.Context(), creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := NewSessions()
+	s1, err := sessions.Get(t.Context(), creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return creds, admin, sessions, s1
+}
+
 // TestIdleSessionsLoggedOut: a session no reconcile asked for (credentials
 // rotated, cluster deleted) is logged out of vCenter, not kept alive
 // forever; the next Get logs in again; stopping logs out of every session.
 func TestIdleSessionsLoggedOut(t *testing.T) {
 	ctx := t.Context()
-	_, creds := vcsim(t)
-	admin, err := NewSessions().Get(ctx, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sessions := NewSessions()
-	s1, err := sessions.Get(ctx, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	creds, admin, sessions, s1 := twoSessions(t)
 	if n := userSessions(t, admin); n != 2 {
 		t.Fatalf("%d sessions in vCenter, want 2", n)
 	}
@@ -77,16 +85,7 @@ func TestIdleSessionsLoggedOut(t *testing.T) {
 // logged out.
 func TestStaleKeepsNewerSession(t *testing.T) {
 	ctx := t.Context()
-	_, creds := vcsim(t)
-	admin, err := NewSessions().Get(ctx, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sessions := NewSessions()
-	s1, err := sessions.Get(ctx, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	creds, admin, sessions, s1 := twoSessions(t)
 	if _, err := sessions.LogoutIdle(ctx, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -59,23 +59,31 @@ func (h *hangAfter) RoundTrip(ctx context.Context, req, res soap.HasFault) error
 	return err
 }
 
+// hangingSession logs in to a fresh vcsim through hangAfter, with the given
+// call timeout; hang starts false.
+func hangingSession(t *testing.T, timeout time.Duration) (*Sessions, *Session, *atomic.Bool) {
+	t.Helper()
+	_, creds := vcsim(t)
+	hang := new(atomic.Bool)
+	sessions := NewSessions()
+	sessions.CallTimeout = timeout
+	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { return &hangAfter{RoundTripper: rt, hang: hang} }
+	s, err := sessions.Get(t.Context(), creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sessions, s, hang
+}
+
 // TestCallTimeoutMidClone: vCenter starts a clone but its answer never
 // comes. The call fails in the timeout with an error naming it, and the
 // machine still ends with exactly one VM.
 func TestCallTimeoutMidClone(t *testing.T) {
 	ctx := t.Context()
-	_, creds := vcsim(t)
-	var hang atomic.Bool
+	sessions, s, hang := hangingSession(t, 300*time.Millisecond)
 	hang.Store(true)
-	sessions := NewSessions()
-	sessions.CallTimeout = 300 * time.Millisecond
-	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { return &hangAfter{RoundTripper: rt, hang: &hang} }
-	s, err := sessions.Get(ctx, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := machine("t1")
-	_, err = s.Reconcile(ctx, m)
+	_, err := s.Reconcile(ctx, m)
 	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "CloneVM_Task within 300ms") {
 		t.Fatalf("want ErrTimeout naming CloneVM_Task, got %v", err)
 	}
@@ -94,19 +102,11 @@ func TestCallTimeoutMidClone(t *testing.T) {
 // the call timeout, is reported as the caller's, not as vCenter failing to
 // answer.
 func TestCallerDeadlineIsNotTimeout(t *testing.T) {
-	_, creds := vcsim(t)
-	var hang atomic.Bool
-	sessions := NewSessions()
-	sessions.CallTimeout = 10 * time.Second
-	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { return &hangAfter{RoundTripper: rt, hang: &hang} }
-	s, err := sessions.Get(t.Context(), creds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s, hang := hangingSession(t, 10*time.Second)
 	hang.Store(true)
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	_, err = s.Reconcile(ctx, machine("c1"))
+	_, err := s.Reconcile(ctx, machine("c1"))
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTimeout) {
 		t.Fatalf("want the caller's context.DeadlineExceeded and not ErrTimeout, got %v", err)
 	}
@@ -117,21 +117,13 @@ func TestCallerDeadlineIsNotTimeout(t *testing.T) {
 // The delete waits for the clone and destroys its VM: none is left behind.
 func TestDeleteDuringLostClone(t *testing.T) {
 	ctx := t.Context()
-	_, creds := vcsim(t)
 	// vcsim delays a task by its info.name; without LockHandoff 0 it also
 	// blocks every read of the template while the clone waits, which
 	// vCenter does not.
 	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 1500, "LockHandoff": 0}
 	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
-	var hang atomic.Bool
+	_, s, hang := hangingSession(t, 200*time.Millisecond)
 	hang.Store(true)
-	sessions := NewSessions()
-	sessions.CallTimeout = 200 * time.Millisecond
-	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { return &hangAfter{RoundTripper: rt, hang: &hang} }
-	s, err := sessions.Get(ctx, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := machine("d1")
 	cloned := time.Now()
 	if _, err := s.Reconcile(ctx, m); !errors.Is(err, ErrTimeout) {

@@ -110,14 +110,23 @@ func vms(t testing.TB, prefix string) []string {
 	return out
 }
 
-// retrieveVMs reads every VM's name and the given properties from vCenter.
-func retrieveVMs(t testing.TB, props ...string) []mo.VirtualMachine {
+// vcClient logs in to the simulated vCenter for the test's own look at it;
+// logout ends the session (helpers polled by Eventually must not pile
+// sessions up).
+func vcClient(t testing.TB) (c *govmomi.Client, logout func()) {
 	t.Helper()
 	c, err := govmomi.NewClient(t.Context(), s.VCenter.URL(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = c.Logout(context.Background()) }()
+	return c, func() { _ = c.Logout(context.Background()) }
+}
+
+// retrieveVMs reads every VM's name and the given properties from vCenter.
+func retrieveVMs(t testing.TB, props ...string) []mo.VirtualMachine {
+	t.Helper()
+	c, logout := vcClient(t)
+	defer logout()
 	v, err := view.NewManager(c.Client).CreateContainerView(t.Context(), c.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -200,11 +209,8 @@ func numCPUs(t testing.TB, prefix string) map[string]int32 {
 // name existed, and other holds the other failures.
 func cloneTasks(t testing.TB, since time.Time) (running, succeeded, refused int, other []string) {
 	t.Helper()
-	c, err := govmomi.NewClient(t.Context(), s.VCenter.URL(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Logout(context.Background()) }()
+	c, logout := vcClient(t)
+	defer logout()
 	var tm mo.TaskManager
 	if err := c.RetrieveOne(t.Context(), *c.ServiceContent.TaskManager, []string{"recentTask"}, &tm); err != nil {
 		t.Fatal(err)
@@ -243,11 +249,8 @@ func cloneTasks(t testing.TB, since time.Time) (running, succeeded, refused int,
 // capwinSessions is how many sessions capwin's controllers hold in vCenter.
 func capwinSessions(t testing.TB) int {
 	t.Helper()
-	c, err := govmomi.NewClient(t.Context(), s.VCenter.URL(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Logout(context.Background()) }()
+	c, logout := vcClient(t)
+	defer logout()
 	var sm mo.SessionManager
 	if err := c.RetrieveOne(t.Context(), *c.ServiceContent.SessionManager, []string{"sessionList"}, &sm); err != nil {
 		t.Fatal(err)
