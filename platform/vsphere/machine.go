@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vmware/govmomi/event"
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/property"
@@ -34,7 +35,9 @@ type Machine struct {
 	ComputerName    string
 	// UserData is the bootstrap script, written to guestinfo.userdata.
 	UserData []byte
-	// TaskRef is a clone or power-on task recorded by an earlier reconcile.
+	// TaskRef is the task an earlier reconcile recorded: a clone, power-on,
+	// power-off or destroy, or, while a machine never provisioned is
+	// deleted, a clone of its template that the delete waits for.
 	TaskRef string
 	// Provisioned says the VM was made before: if it is gone, it was deleted
 	// behind capwin's back and is not made again (its provider ID would change).
@@ -380,51 +383,100 @@ func (s *Session) delete(ctx context.Context, m Machine) (gone bool, taskRef str
 // when Delete compares a clone's queue time with the deletion's start.
 const cloneSkew = 5 * time.Minute
 
+// cloneLookback is how far back Delete looks for a clone vCenter was asked
+// to make for the machine: a clone still running after a day is none of a
+// machine's.
+const cloneLookback = 24 * time.Hour
+
+// maxCloneEvents is the most events one QueryEvents call returns.
+const maxCloneEvents = 1000
+
 // runningClone returns the earliest running or queued clone of m's
-// template that vCenter queued before m's deletion began, or "" (and so the
-// machine's VM is gone) when there is none or the template is gone.
+// template that may be m's own, or "" (and so the machine's VM is gone)
+// when there is none. A clone may be m's when vCenter logged a clone of the
+// template to m's name (VmBeingClonedEvent) and the clone was queued
+// between that and m's deletion. vCenter does not tie the event to its
+// task, so the clones of other machines queued in that time are waited for
+// too.
 func (s *Session) runningClone(ctx context.Context, dc *object.Datacenter, m Machine) (string, error) {
 	if m.Spec == nil || m.Spec.Template == "" {
 		return "", nil
 	}
-	tmpl, err := find.NewFinder(s.Client).SetDatacenter(dc).VirtualMachine(ctx, m.Spec.Template)
+	tmpls, err := find.NewFinder(s.Client).SetDatacenter(dc).VirtualMachineList(ctx, m.Spec.Template)
 	if err != nil {
 		if errors.As(err, new(*find.NotFoundError)) {
 			return "", nil // no template, no clone of it
 		}
 		return "", fmt.Errorf("finding template %s: %w", m.Spec.Template, err)
 	}
-	var o mo.VirtualMachine
-	if err := tmpl.Properties(ctx, tmpl.Reference(), []string{"recentTask"}, &o); err != nil {
-		return "", fmt.Errorf("reading the recent tasks of template %s: %w", m.Spec.Template, err)
-	}
-	if len(o.RecentTask) == 0 {
-		return "", nil
-	}
-	var tasks []mo.Task
-	if err := property.DefaultCollector(s.Client).Retrieve(ctx, o.RecentTask, []string{"info"}, &tasks); err != nil {
-		return "", fmt.Errorf("reading the recent tasks of template %s: %w", m.Spec.Template, err)
-	}
-	var earliest *types.TaskInfo
-	for i := range tasks {
-		info := &tasks[i].Info
-		if !strings.HasPrefix(info.DescriptionId, "VirtualMachine.clone") {
+	var earliest *mo.Task
+	for _, tmpl := range tmpls {
+		asked, since, err := s.cloneAsked(ctx, tmpl.Reference(), m.Name)
+		if err != nil {
+			return "", fmt.Errorf("reading the clone events of template %s: %w", m.Spec.Template, err)
+		}
+		if !asked {
 			continue
 		}
-		if info.State != types.TaskInfoStateRunning && info.State != types.TaskInfoStateQueued {
+		var o mo.VirtualMachine
+		if err := tmpl.Properties(ctx, tmpl.Reference(), []string{"recentTask"}, &o); err != nil {
+			return "", fmt.Errorf("reading the recent tasks of template %s: %w", m.Spec.Template, err)
+		}
+		if len(o.RecentTask) == 0 {
 			continue
 		}
-		if !m.DeletingSince.IsZero() && info.QueueTime.After(m.DeletingSince.Add(cloneSkew)) {
-			continue
+		var tasks []mo.Task
+		if err := property.DefaultCollector(s.Client).Retrieve(ctx, o.RecentTask, []string{"info"}, &tasks); err != nil {
+			return "", fmt.Errorf("reading the recent tasks of template %s: %w", m.Spec.Template, err)
 		}
-		if earliest == nil || info.QueueTime.Before(earliest.QueueTime) {
-			earliest = info
+		for i := range tasks {
+			info := &tasks[i].Info
+			if !strings.HasPrefix(info.DescriptionId, "VirtualMachine.clone") ||
+				info.State != types.TaskInfoStateRunning && info.State != types.TaskInfoStateQueued ||
+				!since.IsZero() && info.QueueTime.Before(since.Add(-cloneSkew)) ||
+				!m.DeletingSince.IsZero() && info.QueueTime.After(m.DeletingSince.Add(cloneSkew)) {
+				continue
+			}
+			if earliest == nil || info.QueueTime.Before(earliest.Info.QueueTime) {
+				earliest = &tasks[i]
+			}
 		}
 	}
 	if earliest == nil {
 		return "", nil
 	}
-	return earliest.Key, nil
+	return earliest.Self.Value, nil
+}
+
+// cloneAsked reports whether vCenter logged, in the last cloneLookback, a
+// clone of the template to the given VM name, and since when. When there
+// are too many of the template's clone events to read, it cannot tell and
+// says yes, since any time.
+func (s *Session) cloneAsked(ctx context.Context, template types.ManagedObjectReference, name string) (bool, time.Time, error) {
+	begin := time.Now().Add(-cloneLookback)
+	events, err := event.NewManager(s.Client).QueryEvents(ctx, types.EventFilterSpec{
+		Entity:      &types.EventFilterSpecByEntity{Entity: template, Recursion: types.EventFilterSpecRecursionOptionSelf},
+		EventTypeId: []string{"VmBeingClonedEvent"},
+		Time:        &types.EventFilterSpecByTime{BeginTime: &begin},
+		MaxCount:    maxCloneEvents,
+	})
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	if len(events) >= maxCloneEvents {
+		return true, time.Time{}, nil
+	}
+	var since time.Time
+	asked := false
+	for _, e := range events {
+		if c, ok := e.(*types.VmBeingClonedEvent); ok && c.DestName == name {
+			if !asked || c.CreatedTime.Before(since) {
+				since = c.CreatedTime
+			}
+			asked = true
+		}
+	}
+	return asked, since, nil
 }
 
 // ClearUserData removes guestinfo.userdata from the VM once the node has

@@ -10,9 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
 )
 
 // TestLoginTimeout: a server that takes connections and never answers gives
@@ -120,12 +124,11 @@ func TestDeleteDuringLostClone(t *testing.T) {
 	// vcsim delays a task by its info.name; without LockHandoff 0 it also
 	// blocks every read of the template while the clone waits, which
 	// vCenter does not.
-	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 1500, "LockHandoff": 0}
+	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 2000, "LockHandoff": 0}
 	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
 	_, s, hang := hangingSession(t, 200*time.Millisecond)
 	hang.Store(true)
 	m := machine("d1")
-	cloned := time.Now()
 	if _, err := s.Reconcile(ctx, m); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("want the clone's answer lost, got %v", err)
 	}
@@ -136,32 +139,111 @@ func TestDeleteDuringLostClone(t *testing.T) {
 
 	m.DeletingSince = time.Now()
 	deleteAll(ctx, t, s, m)
-	// Whatever the delete did, the clone has ended by now.
-	time.Sleep(time.Until(cloned.Add(2500 * time.Millisecond)))
+	waitClonesEnded(ctx, t, s) // whatever the delete did
 	if n := vmsWithUUID(ctx, t, s, InstanceUUID("default", "d1")); n != 0 {
 		t.Fatalf("%d VMs left behind by the lost clone, want 0", n)
 	}
 }
 
-// TestDeleteIgnoresLaterClones: a never-provisioned machine being deleted
-// does not wait for clones queued after its deletion began: they cannot be
-// its own.
-func TestDeleteIgnoresLaterClones(t *testing.T) {
+// TestDeleteWaitsOnlyForClonesItMayOwn: a machine being deleted without a
+// VM waits for no clone when vCenter never logged a clone to its name, and
+// none queued after its deletion began.
+func TestDeleteWaitsOnlyForClonesItMayOwn(t *testing.T) {
+	ctx := t.Context()
+	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 2000, "LockHandoff": 0}
+	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
+	_, s, hang := hangingSession(t, 200*time.Millisecond)
+	t.Cleanup(func() { waitClonesEnded(context.Background(), t, s) })
+
+	other := machine("o1")
+	if st, err := s.Reconcile(ctx, other); err != nil || st.TaskRef == "" {
+		t.Fatalf("want o1's clone running, got %+v, %v", st, err)
+	}
+	never := machine("n1") // its clone was never asked for
+	never.DeletingSince = time.Now()
+	if gone, task, err := s.Delete(ctx, never); !gone || task != "" || err != nil {
+		t.Fatalf("another machine's clone held the delete: gone=%v task=%q err=%v", gone, task, err)
+	}
+
+	hang.Store(true)
+	lost := machine("l1")
+	if _, err := s.Reconcile(ctx, lost); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("want l1's clone's answer lost, got %v", err)
+	}
+	hang.Store(false)
+	lost.DeletingSince = time.Now().Add(-time.Hour) // before the clones, beyond the clock-skew margin
+	if gone, task, err := s.Delete(ctx, lost); !gone || task != "" || err != nil {
+		t.Fatalf("a clone queued after the deletion held it: gone=%v task=%q err=%v", gone, task, err)
+	}
+	lost.DeletingSince = time.Now()
+	if gone, task, err := s.Delete(ctx, lost); gone || task == "" || err != nil {
+		t.Fatalf("want the delete to wait for l1's own clone, got gone=%v task=%q err=%v", gone, task, err)
+	}
+}
+
+// waitClonesEnded waits until no clone of the test template runs: a clone
+// that outlives its test would race the next one's vcsim settings.
+func waitClonesEnded(ctx context.Context, t *testing.T, s *Session) {
+	t.Helper()
+	dc := mustDC(ctx, t, s)
+	m := machine("any")
+	for range 500 {
+		tmpl, err := find.NewFinder(s.Client).SetDatacenter(dc).VirtualMachine(ctx, m.Spec.Template)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o mo.VirtualMachine
+		if err := tmpl.Properties(ctx, tmpl.Reference(), []string{"recentTask"}, &o); err != nil {
+			t.Fatal(err)
+		}
+		var tasks []mo.Task
+		if len(o.RecentTask) > 0 {
+			if err := property.DefaultCollector(s.Client).Retrieve(ctx, o.RecentTask, []string{"info.state"}, &tasks); err != nil {
+				t.Fatal(err)
+			}
+		}
+		running := false
+		for _, task := range tasks {
+			running = running || task.Info.State == types.TaskInfoStateRunning || task.Info.State == types.TaskInfoStateQueued
+		}
+		if !running {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the template's clones did not end in 10s")
+}
+
+// TestDeleteWithAmbiguousTemplate: a template name that matches two VMs
+// (the clone then fails, so there is no VM) does not block the delete.
+func TestDeleteWithAmbiguousTemplate(t *testing.T) {
 	ctx := t.Context()
 	s, _ := newSession(t)
-	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 3000, "LockHandoff": 0}
-	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
-	gone := machine("g1")
-	gone.DeletingSince = time.Now().Add(-time.Hour) // beyond the clock-skew margin
-	other := machine("g2")
-	if st, err := s.Reconcile(ctx, other); err != nil || st.TaskRef == "" {
-		t.Fatalf("want g2's clone running, got %+v, %v", st, err)
+	root, err := find.NewFinder(s.Client).Folder(ctx, "/DC0/vm")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if done, task, err := s.Delete(ctx, gone); !done || task != "" || err != nil {
-		t.Fatalf("a later clone held the delete: gone=%v task=%q err=%v", done, task, err)
+	other, err := root.CreateFolder(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
 	}
-	gone.DeletingSince = time.Now()
-	if done, task, err := s.Delete(ctx, gone); done || task == "" || err != nil {
-		t.Fatalf("want the delete to wait for a clone queued before it, got gone=%v task=%q err=%v", done, task, err)
+	tmpl, err := find.NewFinder(s.Client).VirtualMachine(ctx, "/DC0/vm/DC0_H0_VM0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := tmpl.Clone(ctx, other, "DC0_H0_VM0", types.VirtualMachineCloneSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := machine("a1")
+	if _, err := s.Reconcile(ctx, m); err == nil || !strings.Contains(err.Error(), "multiple") {
+		t.Fatalf("want the clone refused for an ambiguous template name, got %v", err)
+	}
+	m.DeletingSince = time.Now()
+	if gone, task, err := s.Delete(ctx, m); !gone || task != "" || err != nil {
+		t.Fatalf("gone=%v task=%q err=%v, want gone", gone, task, err)
 	}
 }
