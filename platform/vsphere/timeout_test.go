@@ -116,16 +116,20 @@ func TestCallerDeadlineIsNotTimeout(t *testing.T) {
 	}
 }
 
+// slowClones makes vcsim's clones take two seconds for the test. vcsim
+// delays a task by its info.name; without LockHandoff 0 it would also block
+// every read of the template while a clone waits, which vCenter does not.
+func slowClones(t *testing.T) {
+	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 2000, "LockHandoff": 0}
+	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
+}
+
 // TestDeleteDuringLostClone: a machine whose clone's answer was lost is
 // deleted while that clone still runs and vCenter does not list its VM.
 // The delete waits for the clone and destroys its VM: none is left behind.
 func TestDeleteDuringLostClone(t *testing.T) {
 	ctx := t.Context()
-	// vcsim delays a task by its info.name; without LockHandoff 0 it also
-	// blocks every read of the template while the clone waits, which
-	// vCenter does not.
-	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 2000, "LockHandoff": 0}
-	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
+	slowClones(t)
 	_, s, hang := hangingSession(t, 200*time.Millisecond)
 	hang.Store(true)
 	m := machine("d1")
@@ -150,8 +154,7 @@ func TestDeleteDuringLostClone(t *testing.T) {
 // none queued after its deletion began.
 func TestDeleteWaitsOnlyForClonesItMayOwn(t *testing.T) {
 	ctx := t.Context()
-	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 2000, "LockHandoff": 0}
-	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
+	slowClones(t)
 	_, s, hang := hangingSession(t, 200*time.Millisecond)
 	t.Cleanup(func() { waitClonesEnded(context.Background(), t, s) })
 
