@@ -355,11 +355,10 @@ func (s *Session) delete(ctx context.Context, m Machine) (gone bool, taskRef str
 		}
 		// Never provisioned and no VM: either no clone was asked for, or
 		// one was whose answer never came (a call timeout, a restart) and
-		// vCenter does not list its VM while it runs. Wait for the
-		// template's clones queued before the deletion, one at a time (the
-		// caller records each as its task); the VM, if one of them was
-		// this machine's, is then found by its instance UUID and
-		// destroyed.
+		// vCenter does not list its VM while it runs. Wait, one at a time
+		// (the caller records each as its task), for the clones that may
+		// be this machine's (runningClone); its VM, if one was, is then
+		// found by its instance UUID and destroyed.
 		task, err := s.runningClone(ctx, dc, m)
 		return task == "" && err == nil, task, err
 	}
