@@ -1,0 +1,116 @@
+package render
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/capwin/capwin/node-components/host"
+	"github.com/capwin/capwin/node-components/nodeconfig"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// node is a builder for the node configurations the tests render: a
+// flannel overlay worker on ltsc2022, as the bootstrap provider renders
+// one for cluster win1.
+type node struct{ c nodeconfig.Config }
+
+func newNode() *node {
+	return &node{c: nodeconfig.Config{
+		SchemaVersion:     nodeconfig.SchemaVersion,
+		NodeName:          "win1-md-q3zk5a",
+		KubernetesVersion: "v1.36.3",
+		WindowsBuild:      "10.0.20348",
+		Join: nodeconfig.Join{
+			APIServerEndpoint: "10.0.0.100:6443",
+			Token:             "abcdef.0123456789abcdef",
+			CACertHashes:      []string{"sha256:7b4a53d0a7b1f9a2d2c6f0e8f3b1c9a4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b0"},
+		},
+		Labels: map[string]string{"node.kubernetes.io/windows-build": "10.0.20348"},
+		Taints: []nodeconfig.Taint{{Key: "os", Value: "windows", Effect: "NoSchedule"}},
+		Kubelet: nodeconfig.Kubelet{
+			SystemReserved: map[string]string{"cpu": "500m", "memory": "1536Mi"},
+			KubeReserved:   map[string]string{"cpu": "500m", "memory": "512Mi"},
+		},
+		Containerd: nodeconfig.Containerd{Isolation: "Process"},
+		Network: nodeconfig.Network{
+			CNI: "flannel", Mode: "overlay", VXLANVNI: 4096, VXLANPort: 4789,
+			PodCIDRs:              []string{"10.244.0.0/16"},
+			ServiceCIDRs:          []string{"10.96.0.0/12"},
+			NodeSubnet:            "10.0.0.0/24",
+			OutboundNATExceptions: []string{"10.244.0.0/16", "10.96.0.0/12", "10.0.0.0/24"},
+		},
+	}}
+}
+
+func (n *node) l2bridge() *node {
+	n.c.Network.Mode, n.c.Network.VXLANVNI, n.c.Network.VXLANPort = "l2bridge", 0, 0
+	return n
+}
+
+func (n *node) calico() *node { n.c.Network.CNI = "calico"; return n }
+
+func (n *node) hyperV() *node { n.c.Containerd.Isolation = "HyperV"; return n }
+
+func (n *node) csiProxy() *node { n.c.CSIProxy = true; return n }
+
+func (n *node) dsr() *node { n.c.KubeProxy.EnableDSR = true; return n }
+
+func (n *node) version(v string) *node { n.c.KubernetesVersion = v; return n }
+
+func (n *node) mirrors(m ...nodeconfig.RegistryMirror) *node {
+	n.c.Containerd.RegistryMirrors = m
+	return n
+}
+
+func (n *node) kubeletArgs(a ...nodeconfig.Arg) *node { n.c.Kubelet.ExtraArgs = a; return n }
+
+func (n *node) kubeProxyArgs(a ...nodeconfig.Arg) *node { n.c.KubeProxy.ExtraArgs = a; return n }
+
+func (n *node) obj() *nodeconfig.Config {
+	c := n.c
+	return &c
+}
+
+// ethernet0 is the node's primary adapter.
+var ethernet0 = host.Interface{Name: "Ethernet0", IPv4: "10.0.0.15", Subnet: "10.0.0.0/24"}
+
+// sourceVIP is what the agent reserves on the node's pod subnet.
+const sourceVIP = "10.244.3.2"
+
+// testCAPEM is a fixed CA for the kubeconfig golden file; its content is not
+// parsed, only carried.
+var testCAPEM = []byte("-----BEGIN CERTIFICATE-----\nMIIBdzCCAR2gAwIBAgIBADAKBggqhkjOPQQDAjAVMRMwEQYDVQQDEwprdWJlcm5ldGVz\n-----END CERTIFICATE-----\n")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./render -update to create it)", err)
+	}
+	if !bytes.Equal(want, got) {
+		t.Errorf("%s differs from the rendered output (go test ./render -update rewrites it):\n%s", path, got)
+	}
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,332 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/capwin/capwin/node-components/host"
+	"github.com/capwin/capwin/node-components/layout"
+	"github.com/capwin/capwin/node-components/nodeconfig"
+)
+
+// Recovery: the service manager restarts a failed service after 10 s, then
+// 30 s, then every minute, and forgets the failures after a day of running.
+// containerd registers itself with similar actions
+// (cmd/containerd/command/service_windows.go: 15 s twice, reset after a
+// day); the growing delay keeps a crash loop from hammering the API server.
+var (
+	restartDelays = []time.Duration{10 * time.Second, 30 * time.Second, time.Minute}
+	resetPeriod   = 24 * time.Hour
+)
+
+// kubeletPriorityClass keeps pods from starving the kubelet of CPU: Windows
+// cannot guarantee a process a minimum CPU share, and the Kubernetes
+// documentation ("Resource management for Windows nodes") and CAPZ's
+// Windows template run the kubelet above normal priority.
+const kubeletPriorityClass = "ABOVE_NORMAL_PRIORITY_CLASS"
+
+// The flags the agent sets and depends on. An ExtraArgs entry naming one is
+// refused by Check and dropped by Services and KubeProxyService, so the
+// agent's value always holds: a kubelet pointed at another kubeconfig, root
+// directory or node name would join as something the agent does not watch,
+// and --windows-service would make the program talk to the service manager
+// that capwin's service host already answers.
+var (
+	kubeletReservedFlags = flagSet(
+		"config", "config-dir", "bootstrap-kubeconfig", "kubeconfig", "cert-dir", "root-dir",
+		"hostname-override", "node-ip", "node-labels",
+		"container-runtime-endpoint", "image-service-endpoint", "windows-service",
+	)
+	kubeProxyReservedFlags = flagSet(
+		// With --config kube-proxy ignores most flags, and --master
+		// replaces the kubeconfig's server.
+		"config", "kubeconfig", "master", "hostname-override",
+		// The agent creates the network, reserves the source VIP and
+		// renders the CNI's loopback DSR to match enable-dsr.
+		"proxy-mode", "network-name", "source-vip", "enable-dsr", "windows-service",
+	)
+)
+
+func flagSet(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// flagName is the form of an ExtraArgs name: a flag without its dashes.
+// Anything else ('=' in particular, which would let "kubeconfig=x" smuggle
+// a reserved flag in) is refused.
+var flagName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// normalizeFlag is the name as the Kubernetes components' flag parsing sees
+// it: they treat '_' as '-' (component-base WordSepNormalizeFunc).
+func normalizeFlag(name string) string {
+	return strings.ToLower(strings.ReplaceAll(name, "_", "-"))
+}
+
+// argProblem says why an ExtraArgs entry cannot be rendered, or "".
+func argProblem(a nodeconfig.Arg, reserved map[string]bool) string {
+	if !flagName.MatchString(a.Name) {
+		return fmt.Sprintf("%q is not a flag name (letters, digits, '-', '_' and '.', without leading dashes)", a.Name)
+	}
+	if reserved[normalizeFlag(a.Name)] {
+		return fmt.Sprintf("--%s is set by capwin-node and cannot be overridden", a.Name)
+	}
+	return ""
+}
+
+// extraArgs renders ExtraArgs as --name=value, in their order, after the
+// agent's own flags. Later occurrences of a flag win, as the components'
+// flag parsing keeps the last value: that is how a user changes --v or
+// --windows-priorityclass.
+func extraArgs(args []nodeconfig.Arg, reserved map[string]bool) []string {
+	var out []string
+	for _, a := range args {
+		if argProblem(a, reserved) != "" {
+			continue
+		}
+		out = append(out, "--"+a.Name+"="+a.Value)
+	}
+	return out
+}
+
+// nodeLabels renders --node-labels' value: key=value pairs, sorted. A pair
+// that is not a valid label is left out (and reported by Check): a ',' or
+// '=' in it would let it add labels of its own, and the kubelet refuses
+// invalid labels anyway.
+func nodeLabels(labels map[string]string) string {
+	keys := make([]string, 0, len(labels))
+	for k, v := range labels {
+		if labelProblem(k, v) == "" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	pairs := make([]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = k + "=" + labels[k]
+	}
+	return strings.Join(pairs, ",")
+}
+
+func labelProblem(k, v string) string {
+	if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+		return fmt.Sprintf("label key %q: %s", k, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+		return fmt.Sprintf("label %q value %q: %s", k, v, strings.Join(errs, "; "))
+	}
+	return ""
+}
+
+// Check reports what in a configuration the renderers cannot express
+// faithfully: labels that are not valid Kubernetes labels, ExtraArgs that
+// are not flag names or name a flag the agent sets, and registry mirrors
+// that cannot become hosts files. The agent calls it before rendering; the
+// renderers themselves leave such entries out rather than render them
+// unsafely.
+func Check(cfg *nodeconfig.Config) error {
+	var errs []error
+	keys := make([]string, 0, len(cfg.Labels))
+	for k := range cfg.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if p := labelProblem(k, cfg.Labels[k]); p != "" {
+			errs = append(errs, errors.New("labels: "+p))
+		}
+	}
+	for i, a := range cfg.Kubelet.ExtraArgs {
+		if p := argProblem(a, kubeletReservedFlags); p != "" {
+			errs = append(errs, fmt.Errorf("kubelet.extraArgs[%d]: %s", i, p))
+		}
+	}
+	for i, a := range cfg.KubeProxy.ExtraArgs {
+		if p := argProblem(a, kubeProxyReservedFlags); p != "" {
+			errs = append(errs, fmt.Errorf("kubeProxy.extraArgs[%d]: %s", i, p))
+		}
+	}
+	if _, err := RegistryHosts(cfg); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func exe(name string) string { return layout.BinDir + `\` + name }
+
+// ServiceLog is where a service's output goes.
+func ServiceLog(name string) string { return layout.LogDir + `\` + name + ".log" }
+
+// hosted runs argv under capwin's service host, which answers the service
+// manager, writes the program's output to its log and stops it on request.
+func hosted(name string, argv ...string) []string {
+	return append([]string{layout.Agent, "service", "run", "--name", name, "--log-file", ServiceLog(name), "--"}, argv...)
+}
+
+// service is a service that starts with Windows and restarts on failure.
+//
+// The agent starts the services itself, in order, during the join, and
+// could register them Manual for that. They are Automatic instead so that
+// a node that reboots after a finished join comes back on its own: the
+// service manager starts them at boot, and the dependencies give the order
+// (containerd, csi-proxy, the kubelet, then flanneld and kube-proxy).
+func service(name, display, description string, command []string, deps ...string) host.ServiceSpec {
+	return host.ServiceSpec{
+		Name:          name,
+		DisplayName:   display,
+		Description:   description,
+		Command:       command,
+		Dependencies:  deps,
+		StartType:     host.StartAutomatic,
+		RestartDelays: append([]time.Duration(nil), restartDelays...),
+		ResetPeriod:   resetPeriod,
+	}
+}
+
+// Services returns the node's Windows services in start order: containerd,
+// csi-proxy when enabled, the kubelet, and flanneld with flannel.
+// kube-proxy, which needs the source VIP, comes from KubeProxyService.
+func Services(cfg *nodeconfig.Config, iface host.Interface) []host.ServiceSpec {
+	svcs := []host.ServiceSpec{containerdService()}
+	kubeletDeps := []string{layout.ServiceContainerd}
+	if cfg.CSIProxy {
+		svcs = append(svcs, csiProxyService())
+		kubeletDeps = append(kubeletDeps, layout.ServiceCSIProxy)
+	}
+	svcs = append(svcs, kubeletService(cfg, iface, kubeletDeps))
+	if cfg.Network.CNI == "flannel" {
+		svcs = append(svcs, flanneldService(cfg, iface))
+	}
+	return svcs
+}
+
+// containerdService runs containerd as its own Windows service: with
+// --run-service it answers the service manager itself, and --log-file
+// takes the place of the console it does not have
+// (cmd/containerd/command/service_windows.go). Its panics go to
+// panic.log in its root.
+func containerdService() host.ServiceSpec {
+	return service(layout.ServiceContainerd, "containerd", "Container runtime (capwin).", []string{
+		exe("containerd.exe"),
+		"--config", layout.ContainerdConfig,
+		"--run-service",
+		"--service-name", layout.ServiceContainerd,
+		"--log-file", ServiceLog(layout.ServiceContainerd),
+	})
+}
+
+// csiProxyService runs csi-proxy v1, which CSI node plugins call for disk,
+// volume, SMB and iSCSI operations on the host. Its flags are Go's flag
+// package's (cmd/csi-proxy/main.go); --kubelet-path bounds the paths it
+// will touch to the kubelet's directory.
+func csiProxyService() host.ServiceSpec {
+	return service(layout.ServiceCSIProxy, "CSI Proxy", "Host storage operations for CSI node plugins (capwin).", hosted(layout.ServiceCSIProxy,
+		exe("csi-proxy.exe"),
+		"--kubelet-path="+layout.KubeletDir,
+		"--v=2",
+	))
+}
+
+func kubeletService(cfg *nodeconfig.Config, iface host.Interface, deps []string) host.ServiceSpec {
+	argv := []string{
+		exe("kubelet.exe"),
+		"--config=" + layout.KubeletConfig,
+		"--bootstrap-kubeconfig=" + layout.BootstrapKubeconfig,
+		"--kubeconfig=" + layout.KubeletKubeconfig,
+		"--root-dir=" + layout.KubeletDir,
+		"--cert-dir=" + layout.KubeletPKIDir,
+		"--hostname-override=" + cfg.NodeName,
+	}
+	if iface.IPv4 != "" {
+		argv = append(argv, "--node-ip="+iface.IPv4)
+	}
+	if l := nodeLabels(cfg.Labels); l != "" {
+		argv = append(argv, "--node-labels="+l)
+	}
+	argv = append(argv, "--windows-priorityclass="+kubeletPriorityClass, "--v=2")
+	argv = append(argv, extraArgs(cfg.Kubelet.ExtraArgs, kubeletReservedFlags)...)
+	return service(layout.ServiceKubelet, "kubelet", "Kubernetes node agent (capwin).", hosted(layout.ServiceKubelet, argv...), deps...)
+}
+
+// flanneldService runs flanneld outside a pod, as the upstream Windows
+// scripts did before host-process containers: with the kube subnet manager,
+// the node name from NODE_NAME (pkg/subnet/kube/kube.go reads it when
+// POD_NAME and POD_NAMESPACE are unset), and the node's address as its
+// interface. --ip-masq stays false: on Windows outbound NAT is the CNI's
+// OutBoundNAT policy, and flannel's own masquerading is iptables only
+// (pkg/trafficmngr/iptables/iptables_windows.go does nothing).
+//
+// Known limitation: flanneld runs with the kubelet's kubeconfig, because no
+// credential of its own is issued yet. The node authorizer's rules for
+// nodes (plugin/pkg/auth/authorizer/rbac/bootstrappolicy NodeRules: list
+// and watch nodes, patch nodes and nodes/status, NodeRestriction keeping a
+// node to its own object) look like what flannel's kube subnet manager
+// does, but that has not been tried against a cluster.
+func flanneldService(cfg *nodeconfig.Config, iface host.Interface) host.ServiceSpec {
+	s := service(layout.ServiceFlanneld, "flanneld", "flannel pod network (capwin).", hosted(layout.ServiceFlanneld,
+		exe("flanneld.exe"),
+		"--kube-subnet-mgr",
+		"--kubeconfig-file="+layout.KubeletKubeconfig,
+		"--net-config-path="+layout.FlannelNetConf,
+		"--subnet-file="+layout.FlannelSubnetEnv,
+		"--iface="+iface.IPv4,
+		"--ip-masq=false",
+	), layout.ServiceKubelet)
+	s.Environment = []string{"NODE_NAME=" + cfg.NodeName}
+	return s
+}
+
+// KubeProxyService is kube-proxy in the Windows kernel (HNS) mode.
+//
+// In overlay mode kube-proxy needs the source VIP the agent reserved on the
+// node's pod subnet. WinOverlay and WinDSR are GA and locked on since
+// Kubernetes 1.34 (pkg/features/kube_features.go), so no feature gate is
+// passed; only a kube-proxy older than 1.33, where WinDSR was off by
+// default, gets --feature-gates=WinDSR=true with DSR.
+//
+// Known limitation: kube-proxy runs with the kubelet's kubeconfig, and the
+// node authorizer does not let a node list EndpointSlices cluster-wide as
+// kube-proxy must; a kube-proxy credential is not issued yet.
+func KubeProxyService(cfg *nodeconfig.Config, iface host.Interface, sourceVIP string) host.ServiceSpec {
+	argv := []string{
+		exe("kube-proxy.exe"),
+		"--proxy-mode=kernelspace",
+		"--hostname-override=" + cfg.NodeName,
+		"--kubeconfig=" + layout.KubeletKubeconfig,
+		"--cluster-cidr=" + strings.Join(cfg.Network.PodCIDRs, ","),
+		"--network-name=" + HNSNetworkName(cfg),
+	}
+	if cfg.Network.Mode == "overlay" && sourceVIP != "" {
+		argv = append(argv, "--source-vip="+sourceVIP)
+	}
+	if cfg.KubeProxy.EnableDSR {
+		if minorBefore(cfg.KubernetesVersion, 33) {
+			argv = append(argv, "--feature-gates=WinDSR=true")
+		}
+		argv = append(argv, "--enable-dsr=true")
+	}
+	argv = append(argv, "--v=2")
+	argv = append(argv, extraArgs(cfg.KubeProxy.ExtraArgs, kubeProxyReservedFlags)...)
+	return service(layout.ServiceKubeProxy, "kube-proxy", "Kubernetes service proxy (capwin).", hosted(layout.ServiceKubeProxy, argv...), layout.ServiceKubelet)
+}
+
+// minorBefore reports whether version (v1.32.4) is a 1.x release older than
+// 1.minor. A version it cannot read counts as current.
+func minorBefore(version string, minor int) bool {
+	parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)
+	if len(parts) < 2 || parts[0] != "1" {
+		return false
+	}
+	m, err := strconv.Atoi(parts[1])
+	return err == nil && m < minor
+}
