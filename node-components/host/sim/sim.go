@@ -1,0 +1,346 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/capwin/capwin/node-components/host"
+)
+
+// Options describe the simulated machine.
+type Options struct {
+	// Root is the directory that stands for the machine's disks.
+	Root string
+	// Build is the Windows build (10.0.20348 when empty).
+	Build string
+	// ComputerName is the computer name (win-0 when empty).
+	ComputerName string
+	// Features are the installed optional features (Containers when nil).
+	Features []string
+	// Interface is the primary adapter (Ethernet0, 10.0.0.10 in 10.0.0.0/24
+	// when empty).
+	Interface host.Interface
+}
+
+// Host is a simulated Windows machine. It is safe for concurrent use.
+type Host struct {
+	fs host.DirFS
+
+	mu           sync.Mutex
+	build        string
+	computerName string
+	features     map[string]bool
+	iface        host.Interface
+	services     map[string]*service
+	networks     []host.Network
+	endpoints    []host.Endpoint
+	env          map[string]string
+	behaviours   map[string]Behaviour
+	shell        func(script string) ([]byte, error)
+	nextID       int
+	// events is what happened, in order, for tests to read.
+	events []string
+	// adapterResets counts the times creating an HNS network reset the
+	// primary adapter.
+	adapterResets int
+	scripts       []string
+}
+
+type service struct {
+	spec    host.ServiceSpec
+	state   host.ServiceState
+	starts  int
+	deleted bool
+}
+
+// Behaviour is what a simulated service's process does when it starts: it
+// acts on the host (and on anything else the test gives it) and returns an
+// error when the process would exit at once, which fails the start.
+type Behaviour func(ctx context.Context, h *Host, spec host.ServiceSpec) error
+
+// New returns a simulated host.
+func New(o Options) *Host {
+	h := &Host{
+		fs:           host.DirFS{Root: o.Root},
+		build:        o.Build,
+		computerName: o.ComputerName,
+		iface:        o.Interface,
+		features:     map[string]bool{},
+		services:     map[string]*service{},
+		env:          map[string]string{},
+		behaviours:   map[string]Behaviour{},
+	}
+	if h.build == "" {
+		h.build = "10.0.20348"
+	}
+	if h.computerName == "" {
+		h.computerName = "WIN-0"
+	}
+	if h.iface == (host.Interface{}) {
+		h.iface = host.Interface{Name: "Ethernet0", IPv4: "10.0.0.10", Subnet: "10.0.0.0/24"}
+	}
+	features := o.Features
+	if features == nil {
+		features = []string{host.FeatureContainers}
+	}
+	for _, f := range features {
+		h.features[f] = true
+	}
+	return h
+}
+
+// Root is the directory standing for the machine's disks.
+func (h *Host) Root() string { return h.fs.Root }
+
+func (h *Host) Facts() host.Facts             { return facts{h} }
+func (h *Host) Services() host.Services       { return services{h} }
+func (h *Host) HNS() host.HNS                 { return hns{h} }
+func (h *Host) Environment() host.Environment { return environment{h} }
+func (h *Host) FS() host.FS                   { return h.fs }
+func (h *Host) Shell() host.Shell             { return shell{h} }
+
+// OnStart sets what the named service's process does when it starts.
+func (h *Host) OnStart(service string, b Behaviour) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.behaviours[service] = b
+}
+
+// SetShell sets what PowerShell does with a script; by default every script
+// succeeds with no output.
+func (h *Host) SetShell(f func(script string) ([]byte, error)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.shell = f
+}
+
+// Scripts returns every PowerShell script run, in order.
+func (h *Host) Scripts() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.scripts)
+}
+
+// Events returns what happened on the host, in order ("start kubelet",
+// "create-network External", "adapter-reset").
+func (h *Host) Events() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.events)
+}
+
+// AdapterResets is how often creating an HNS network reset the adapter.
+func (h *Host) AdapterResets() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.adapterResets
+}
+
+// Starts is how often a service has been started (restarts included).
+func (h *Host) Starts(name string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.services[strings.ToLower(name)]; ok {
+		return s.starts
+	}
+	return 0
+}
+
+// SetBuild changes the Windows build, as an in-place upgrade would.
+func (h *Host) SetBuild(build string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.build = build
+}
+
+func (h *Host) event(format string, args ...any) {
+	h.events = append(h.events, fmt.Sprintf(format, args...))
+}
+
+func (h *Host) id() string {
+	h.nextID++
+	return fmt.Sprintf("%08x-0000-4000-8000-%012x", h.nextID, h.nextID)
+}
+
+type facts struct{ h *Host }
+
+func (f facts) Build(context.Context) (string, error) {
+	f.h.mu.Lock()
+	defer f.h.mu.Unlock()
+	return f.h.build, nil
+}
+
+func (f facts) ComputerName(context.Context) (string, error) {
+	f.h.mu.Lock()
+	defer f.h.mu.Unlock()
+	return f.h.computerName, nil
+}
+
+func (f facts) Feature(_ context.Context, name string) (bool, error) {
+	switch name {
+	case host.FeatureContainers, host.FeatureHyperV:
+	default:
+		return false, fmt.Errorf("unknown Windows feature %q", name)
+	}
+	f.h.mu.Lock()
+	defer f.h.mu.Unlock()
+	return f.h.features[name], nil
+}
+
+func (f facts) PrimaryInterface(context.Context) (host.Interface, error) {
+	f.h.mu.Lock()
+	defer f.h.mu.Unlock()
+	return f.h.iface, nil
+}
+
+type environment struct{ h *Host }
+
+// Windows environment variable names are case-insensitive.
+func (e environment) Get(_ context.Context, name string) (string, bool, error) {
+	e.h.mu.Lock()
+	defer e.h.mu.Unlock()
+	v, ok := e.h.env[strings.ToUpper(name)]
+	return v, ok, nil
+}
+
+func (e environment) Set(_ context.Context, name, value string) error {
+	if name == "" || strings.ContainsAny(name, "=\x00") {
+		return fmt.Errorf("%q is not an environment variable name", name)
+	}
+	e.h.mu.Lock()
+	defer e.h.mu.Unlock()
+	e.h.env[strings.ToUpper(name)] = value
+	return nil
+}
+
+func (e environment) Unset(_ context.Context, name string) error {
+	e.h.mu.Lock()
+	defer e.h.mu.Unlock()
+	delete(e.h.env, strings.ToUpper(name))
+	return nil
+}
+
+type shell struct{ h *Host }
+
+func (s shell) Run(ctx context.Context, script string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.h.mu.Lock()
+	s.h.scripts = append(s.h.scripts, script)
+	f := s.h.shell
+	s.h.mu.Unlock()
+	if f == nil {
+		return nil, nil
+	}
+	return f(script)
+}
+
+type hns struct{ h *Host }
+
+func (n hns) Networks(context.Context) ([]host.Network, error) {
+	n.h.mu.Lock()
+	defer n.h.mu.Unlock()
+	return slices.Clone(n.h.networks), nil
+}
+
+func (n hns) CreateNetwork(_ context.Context, nw host.Network) (host.Network, error) {
+	n.h.mu.Lock()
+	defer n.h.mu.Unlock()
+	switch nw.Type {
+	case host.Overlay:
+		if nw.VSID == 0 {
+			return host.Network{}, fmt.Errorf("creating HNS network %q: an overlay subnet needs a VSID", nw.Name)
+		}
+	case host.L2Bridge:
+	default:
+		return host.Network{}, fmt.Errorf("creating HNS network %q: unsupported type %q", nw.Name, nw.Type)
+	}
+	if nw.AdapterName != "" && !strings.EqualFold(nw.AdapterName, n.h.iface.Name) {
+		return host.Network{}, fmt.Errorf("creating HNS network %q: no network adapter named %q", nw.Name, nw.AdapterName)
+	}
+	p, err := netip.ParsePrefix(nw.AddressPrefix)
+	if err != nil {
+		return host.Network{}, fmt.Errorf("creating HNS network %q: address prefix %q: %w", nw.Name, nw.AddressPrefix, err)
+	}
+	if gw, err := netip.ParseAddr(nw.Gateway); err != nil || !p.Contains(gw) {
+		return host.Network{}, fmt.Errorf("creating HNS network %q: gateway %q is not in %s", nw.Name, nw.Gateway, p)
+	}
+	// HNS accepts two networks of one name; the agent must not make one.
+	nw.ID = n.h.id()
+	nw.ManagementIP = n.h.iface.IPv4
+	if len(n.h.networks) == 0 {
+		// The host's first HNS network binds a virtual switch to the adapter:
+		// the adapter resets and the host is unreachable for a few seconds.
+		n.h.adapterResets++
+		n.h.event("adapter-reset")
+	}
+	n.h.networks = append(n.h.networks, nw)
+	n.h.event("create-network %s", nw.Name)
+	return nw, nil
+}
+
+func (n hns) DeleteNetwork(_ context.Context, id string) error {
+	n.h.mu.Lock()
+	defer n.h.mu.Unlock()
+	i := slices.IndexFunc(n.h.networks, func(nw host.Network) bool { return nw.ID == id })
+	if i < 0 {
+		return fmt.Errorf("HNS network %s: %w", id, host.ErrNotExist)
+	}
+	for _, e := range n.h.endpoints {
+		if e.NetworkID == id {
+			return fmt.Errorf("deleting HNS network %s: endpoint %s still attached", id, e.ID)
+		}
+	}
+	n.h.event("delete-network %s", n.h.networks[i].Name)
+	n.h.networks = slices.Delete(n.h.networks, i, i+1)
+	return nil
+}
+
+func (n hns) Endpoints(context.Context) ([]host.Endpoint, error) {
+	n.h.mu.Lock()
+	defer n.h.mu.Unlock()
+	return slices.Clone(n.h.endpoints), nil
+}
+
+func (n hns) DeleteEndpoint(_ context.Context, id string) error {
+	n.h.mu.Lock()
+	defer n.h.mu.Unlock()
+	i := slices.IndexFunc(n.h.endpoints, func(e host.Endpoint) bool { return e.ID == id })
+	if i < 0 {
+		return fmt.Errorf("HNS endpoint %s: %w", id, host.ErrNotExist)
+	}
+	n.h.endpoints = slices.Delete(n.h.endpoints, i, i+1)
+	return nil
+}
+
+// CreateEndpoint adds an HNS endpoint on a network, as kube-proxy does for
+// its source VIP and a CNI plugin does for a pod. A pod cannot be networked
+// before its HNS network exists.
+func (h *Host) CreateEndpoint(e host.Endpoint) (host.Endpoint, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := slices.IndexFunc(h.networks, func(nw host.Network) bool { return nw.ID == e.NetworkID || nw.Name == e.NetworkID })
+	if i < 0 {
+		return host.Endpoint{}, fmt.Errorf("creating HNS endpoint %s: network %s: %w", e.Name, e.NetworkID, host.ErrNotExist)
+	}
+	nw := h.networks[i]
+	p, _ := netip.ParsePrefix(nw.AddressPrefix)
+	if a, err := netip.ParseAddr(e.IPAddress); err != nil || !p.Contains(a) {
+		return host.Endpoint{}, fmt.Errorf("creating HNS endpoint %s: %q is not in network %s (%s)", e.Name, e.IPAddress, nw.Name, nw.AddressPrefix)
+	}
+	for _, o := range h.endpoints {
+		if o.NetworkID == nw.ID && o.IPAddress == e.IPAddress {
+			return host.Endpoint{}, fmt.Errorf("creating HNS endpoint %s: %s is already endpoint %s", e.Name, e.IPAddress, o.ID)
+		}
+	}
+	e.ID = h.id()
+	e.NetworkID = nw.ID
+	h.endpoints = append(h.endpoints, e)
+	h.event("create-endpoint %s %s", nw.Name, e.IPAddress)
+	return e, nil
+}
