@@ -44,7 +44,7 @@ generate: ## Generate deepcopy code, CRDs, RBAC and webhook manifests (controlle
 build: ## Build capwin-manager and capwin into bin/, and capwin-node.exe for Windows
 	$(GO) build ./...
 	$(GO) build -o bin/ ./cmd/...
-	cd node-components && GOOS=windows GOARCH=amd64 $(GO) build -o ../bin/ ./cmd/...
+	cd node-components && GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -trimpath -o ../bin/ ./cmd/...
 
 .PHONY: dev
 DEV_ARGS ?=
@@ -68,14 +68,20 @@ envtest-assets: ## Build kube-apiserver and etcd for envtest into ~/.cache/capwi
 ##@ Testing
 
 .PHONY: test
-test: ## Run all tests (unit, envtest integration, a short fuzz run)
+test: ## Run all tests (unit, envtest integration, the Windows build of node-components, a short fuzz run)
 	@assets="$$(hack/envtest-assets.sh)" && for m in $(MODULES); do \
 	  (set -x; cd $$m && KUBEBUILDER_ASSETS="$$assets" $(GO) test ./... $(TEST_ARGS)) || exit 1; done
+	$(MAKE) windows-check
 	$(GO) test ./webhooks/ -run '^$$' -fuzz FuzzDefaultThenValidate -fuzztime $(FUZZ_SMOKE_TIME)
 
+.PHONY: windows-check
+windows-check: ## Build and vet every package and command of node-components for windows/amd64
+	cd node-components && GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build ./... && GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) vet ./...
+
 .PHONY: bench
-bench: ## Run the benchmarks: payload sizes, render time, vCenter round trips per machine, Windows scale 0 -> 50 on the simulation
+bench: ## Run the benchmarks: payload sizes, render time, vCenter round trips per machine, Windows scale 0 -> 50 on the simulation, the node agent's join time and size
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test ./bootstrap/payload/ ./platform/vsphere/ ./controllers/ ./test/e2e/ -run '^$$' -bench . -benchmem
+	cd node-components && $(GO) test ./agent/ ./cmd/capwin-node/ -run '^$$' -bench . -benchmem
 
 .PHONY: fuzz
 fuzz: ## Run the fuzz tests for longer (FUZZ_TIME, default 2m each)

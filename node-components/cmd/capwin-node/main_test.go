@@ -1,14 +1,24 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/capwin/capwin/node-components/agent"
+	"github.com/capwin/capwin/node-components/host"
+	"github.com/capwin/capwin/node-components/host/sim"
+	"github.com/capwin/capwin/node-components/layout"
 )
 
 func TestValidateCommand(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run([]string{"validate", "-f", "../../nodeconfig/testdata/valid.json"}, nil, &out, &errOut); code != 0 {
+	if code := run(context.Background(), []string{"validate", "-f", "../../nodeconfig/testdata/valid.json"}, nil, &out, &errOut, newHost); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	if !strings.Contains(out.String(), "valid capwin.io/node-config/v1 for node win1-md-q3zk5a") {
@@ -18,12 +28,94 @@ func TestValidateCommand(t *testing.T) {
 	out.Reset()
 	errOut.Reset()
 	bad := strings.NewReader(`{"schemaVersion": "capwin.io/node-config/v1", "nodeName": "X"}`)
-	if code := run([]string{"validate", "-f", "-"}, bad, &out, &errOut); code != 1 {
+	if code := run(context.Background(), []string{"validate", "-f", "-"}, bad, &out, &errOut, newHost); code != 1 {
 		t.Fatalf("want exit 1 for an invalid configuration, got %d", code)
 	}
 	for _, want := range []string{"nodeName:", "join.token:", "network.cni:"} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, errOut.String())
 		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{nil, {"frobnicate"}, {"status", "--nope"}, {"service"}, {"service", "run", "--name", "x"}} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), args, nil, &out, &errOut, newHost); code != agent.ExitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, agent.ExitUsage)
+		}
+	}
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"help"}, nil, &out, io.Discard, newHost); code != 0 || !strings.Contains(out.String(), "collect-logs") {
+		t.Errorf("help: exit %d, %q", code, out.String())
+	}
+}
+
+// TestStatusAndCollectLogs runs the commands against an in-memory host on
+// which a join failed in discovery, the moment a person reaches for them.
+func TestStatusAndCollectLogs(t *testing.T) {
+	h := sim.New(sim.Options{Root: t.TempDir()})
+	token := "abcdef.0123456789abcdef"
+	cfg, err := os.ReadFile("../../nodeconfig/testdata/valid.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.FS().WriteFile(layout.NodeConfig, cfg, true); err != nil {
+		t.Fatal(err)
+	}
+	// A join that fails at once: no bundle is installed.
+	a := &agent.Agent{Host: h, Log: io.Discard, ControlPlane: agent.KubeadmControlPlane{}}
+	if err := a.Join(context.Background(), layout.NodeConfig); err == nil {
+		t.Fatal("join succeeded without a bundle")
+	}
+	open := func() (host.Host, error) { return h, nil }
+
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"status"}, nil, &out, &errOut, open); code != 0 {
+		t.Fatalf("status: exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"Failed in phase preflight", "capwin-node install has not run", "kubelet", "not registered"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"status", "-o", "json"}, nil, &out, &errOut, open); code != 0 || !strings.Contains(out.String(), `"phase": "preflight"`) {
+		t.Errorf("status -o json: exit %d:\n%s", code, out.String())
+	}
+
+	zipPath := filepath.Join(t.TempDir(), "logs.zip")
+	if code := run(context.Background(), []string{"collect-logs", "-o", zipPath}, nil, &out, &errOut, open); code != 0 {
+		t.Fatalf("collect-logs: exit %d: %s", code, errOut.String())
+	}
+	zr, err := zip.OpenReader(zipPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	names := map[string]bool{}
+	for _, f := range zr.File {
+		names[f.Name] = true
+		rc, _ := f.Open()
+		data, _ := io.ReadAll(rc)
+		rc.Close()
+		if strings.Contains(string(data), strings.Split(token, ".")[1]) {
+			t.Errorf("%s in the zip holds the bootstrap token", f.Name)
+		}
+	}
+	for _, want := range []string{"C/ProgramData/capwin/agent.log", "C/ProgramData/capwin/node-config.json", "status.json", "services.json", "hns.json", "README.txt"} {
+		if !names[want] {
+			t.Errorf("the zip lacks %s; it has %v", want, names)
+		}
+	}
+}
+
+func TestCommandsNeedWindows(t *testing.T) {
+	if _, err := newHost(); err == nil {
+		t.Skip("this is Windows")
+	}
+	var errOut bytes.Buffer
+	if code := run(context.Background(), []string{"join"}, nil, io.Discard, &errOut, newHost); code != agent.ExitFailed || !strings.Contains(errOut.String(), "not Windows") {
+		t.Errorf("join off Windows: exit %d: %s", code, errOut.String())
 	}
 }

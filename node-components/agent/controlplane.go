@@ -1,0 +1,36 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/capwin/capwin/node-components/discovery"
+	"github.com/capwin/capwin/node-components/nodeconfig"
+)
+
+// KubeadmControlPlane is the ControlPlane of a kubeadm cluster: token
+// discovery as kubeadm join does it, and the Node read with the kubelet's
+// own credentials.
+type KubeadmControlPlane struct {
+	// Options tune discovery; the zero value is kubeadm's.
+	Options discovery.Options
+}
+
+// Discover runs kubeadm's token discovery. Failures that may clear up (the
+// API server unreachable, the token not signed yet) are retryable.
+func (k KubeadmControlPlane) Discover(ctx context.Context, join nodeconfig.Join) (*Discovered, error) {
+	r, err := discovery.Discover(ctx, join, k.Options)
+	if err != nil {
+		switch discovery.ReasonOf(err) {
+		case discovery.ReasonUnreachable, discovery.ReasonNoClusterInfo, discovery.ReasonNoSignature:
+			return nil, Retryable(err)
+		}
+		return nil, err
+	}
+	return &Discovered{Server: r.Server, CACert: r.CACert, KubeletConfig: r.KubeletConfig}, nil
+}
+
+// WaitForNode polls for the Node every 2 seconds.
+func (k KubeadmControlPlane) WaitForNode(ctx context.Context, kubeconfig []byte, readFile func(string) ([]byte, error), nodeName string) error {
+	return discovery.WaitForNode(ctx, kubeconfig, nodeName, 2*time.Second, readFile)
+}

@@ -1,0 +1,228 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/capwin/capwin/node-components/layout"
+	"github.com/capwin/capwin/node-components/nodeconfig"
+)
+
+// The join's phases, in order.
+const (
+	PhasePreflight        = "preflight"
+	PhaseEnvironment      = "environment"
+	PhaseFiles            = "files"
+	PhasePreJoinCommands  = "pre-join-commands"
+	PhaseContainerd       = "containerd"
+	PhaseCNI              = "cni"
+	PhaseHNS              = "hns-network"
+	PhaseDiscovery        = "discovery"
+	PhaseKubelet          = "kubelet"
+	PhaseNodeRegistration = "node-registration"
+	PhaseKubeProxy        = "kube-proxy"
+	PhasePostJoinCommands = "post-join-commands"
+	PhaseComplete         = "complete"
+)
+
+// joinPhase is one step of the join. run returns a message for the record
+// and the time it spent waiting on things outside the host.
+type joinPhase struct {
+	name string
+	run  func(j *join, ctx context.Context) (message string, err error)
+}
+
+// Phases lists the join's phase names in order.
+func Phases() []string {
+	names := make([]string, len(joinPhases))
+	for i, p := range joinPhases {
+		names[i] = p.name
+	}
+	return names
+}
+
+var joinPhases = []joinPhase{
+	{PhasePreflight, (*join).preflight},
+	{PhaseEnvironment, (*join).environment},
+	{PhaseFiles, (*join).files},
+	{PhasePreJoinCommands, (*join).preJoinCommands},
+	{PhaseContainerd, (*join).containerd},
+	{PhaseCNI, (*join).cni},
+	{PhaseHNS, (*join).hnsNetwork},
+	{PhaseDiscovery, (*join).discovery},
+	{PhaseKubelet, (*join).kubelet},
+	{PhaseNodeRegistration, (*join).nodeRegistration},
+	{PhaseKubeProxy, (*join).kubeProxy},
+	{PhasePostJoinCommands, (*join).postJoinCommands},
+	{PhaseComplete, (*join).complete},
+}
+
+// join is one run of Join.
+type join struct {
+	*Agent
+	cfg        *nodeconfig.Config
+	configPath string
+	state      *State
+	// waited accumulates the current phase's time spent waiting outside
+	// the host.
+	waited time.Duration
+}
+
+// Join runs the join with the configuration in configPath (normally
+// layout.NodeConfig). It continues after the phases an earlier run
+// finished; a node that joined already returns at once.
+func (a *Agent) Join(ctx context.Context, configPath string) error {
+	fsys := a.Host.FS()
+	state, err := LoadState(fsys)
+	if err != nil {
+		return &PhaseError{Phase: PhasePreflight, Err: err}
+	}
+	if state.Joined != nil {
+		a.logf("The node joined at %s; nothing to do (capwin-node reset undoes a join)", state.Joined.Format(time.RFC3339))
+		return nil
+	}
+	data, err := fsys.ReadFile(configPath)
+	if err != nil {
+		return &PhaseError{Phase: PhasePreflight, Err: fmt.Errorf("reading the node configuration %s: %w", configPath, err)}
+	}
+	sum := sha256.Sum256(data)
+	hash := hex.EncodeToString(sum[:])
+	if done, err := a.finishedBeforeRecorded(ctx, data, state); done || err != nil {
+		return err
+	}
+	cfg, err := nodeconfig.Parse(data)
+	if err != nil {
+		pe := &PhaseError{Phase: PhasePreflight, Err: err}
+		a.report(ctx, Progress{Phase: PhasePreflight, State: ProgressFailed, Message: err.Error(), Time: a.now()})
+		return pe
+	}
+	if state.ConfigHash != "" && state.ConfigHash != hash && len(state.Phases) > 0 {
+		a.logf("The node configuration changed since the last run; starting the phases over (commands that ran do not run again)")
+		state.Phases = nil
+	}
+	state.ConfigHash = hash
+	j := &join{Agent: a, cfg: cfg, configPath: configPath, state: state}
+	a.logf("Joining node %s to %s (Kubernetes %s, %s %s); configuration sha256 %s", cfg.NodeName, cfg.Join.APIServerEndpoint, cfg.KubernetesVersion, cfg.Network.CNI, cfg.Network.Mode, hash[:12])
+	for _, p := range joinPhases {
+		if state.done(p.name) {
+			continue
+		}
+		if err := j.runPhase(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (j *join) runPhase(ctx context.Context, p joinPhase) error {
+	start := j.now()
+	j.waited = 0
+	j.logf("Phase %s: started", p.name)
+	j.report(ctx, j.progress(p.name, ProgressRunning, "", false))
+	msg, err := p.run(j, ctx)
+	if err == nil && j.afterPhase != nil {
+		err = j.afterPhase(p.name)
+	}
+	if err != nil {
+		pe := &PhaseError{Phase: p.name, Err: err, Retryable: isRetryable(err)}
+		j.logf("Phase %s: failed after %s: %v", p.name, j.now().Sub(start).Round(time.Millisecond), err)
+		j.report(ctx, j.progress(p.name, ProgressFailed, err.Error(), pe.Retryable))
+		return pe
+	}
+	end := j.now()
+	rec := PhaseRecord{Name: p.name, Started: start, Finished: end, Duration: end.Sub(start), Waited: j.waited, Message: msg}
+	j.state.Phases = append(j.state.Phases, rec)
+	if p.name == PhaseComplete {
+		j.state.Joined = &end
+	}
+	if err := saveState(j.Host.FS(), j.state); err != nil {
+		return &PhaseError{Phase: p.name, Err: err}
+	}
+	if msg != "" {
+		j.logf("Phase %s: done in %s: %s", p.name, rec.Duration.Round(time.Millisecond), msg)
+	} else {
+		j.logf("Phase %s: done in %s", p.name, rec.Duration.Round(time.Millisecond))
+	}
+	st := ProgressRunning
+	if p.name == PhaseComplete {
+		st = ProgressJoined
+	}
+	j.report(ctx, j.progress(p.name, st, msg, false))
+	return nil
+}
+
+func (j *join) progress(phase string, st ProgressState, msg string, retry bool) Progress {
+	return Progress{NodeName: j.cfg.NodeName, Phase: phase, State: st, Message: msg, Retryable: retry, Time: j.now(), Phases: append([]PhaseRecord(nil), j.state.Phases...)}
+}
+
+// wait polls cond until it is true, ctx ends or the node timeout passes,
+// counting the time as waited.
+func (j *join) wait(ctx context.Context, what string, cond func(context.Context) (bool, error)) error {
+	start := j.now()
+	defer func() { j.waited += j.now().Sub(start) }()
+	ctx, cancel := context.WithTimeout(ctx, j.nodeTimeout())
+	defer cancel()
+	var last error
+	for {
+		ok, err := cond(ctx)
+		if ok && err == nil {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return Retryable(fmt.Errorf("%s: not within %s: %w", what, j.nodeTimeout(), last))
+			}
+			return Retryable(fmt.Errorf("%s: not within %s", what, j.nodeTimeout()))
+		case <-time.After(j.pollInterval()):
+		}
+	}
+}
+
+// writeIfChanged writes a file unless it already holds data.
+func (j *join) writeIfChanged(path string, data []byte, private bool) error {
+	if old, err := j.Host.FS().ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	if err := j.Host.FS().WriteFile(path, data, private); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// finishedBeforeRecorded recognises a join whose complete phase did its
+// work — the sentinel written, the token removed — but stopped before it was
+// recorded, and records it: the configuration has no token to run with.
+func (a *Agent) finishedBeforeRecorded(ctx context.Context, data []byte, state *State) (bool, error) {
+	cfg, err := nodeconfig.Decode(bytes.NewReader(data))
+	if err != nil || cfg.Join.Token != "" {
+		return false, nil
+	}
+	if ok, _ := a.Host.FS().Exists(layout.SuccessSentinel); !ok {
+		return false, nil
+	}
+	now := a.now()
+	state.Phases = append(state.Phases, PhaseRecord{Name: PhaseComplete, Started: now, Finished: now, Message: "recorded after a restart: the sentinel was written and the token removed"})
+	state.Joined = &now
+	if err := saveState(a.Host.FS(), state); err != nil {
+		return true, &PhaseError{Phase: PhaseComplete, Err: err}
+	}
+	a.logf("The join had finished before the agent stopped; recorded it")
+	a.report(ctx, Progress{NodeName: cfg.NodeName, Phase: PhaseComplete, State: ProgressJoined, Time: now, Phases: state.Phases})
+	return true, nil
+}
+
+// scrubToken rewrites the node configuration without its bootstrap token.
+func scrubToken(data []byte) ([]byte, error) {
+	cfg, err := nodeconfig.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Join.Token = ""
+	return marshalIndent(cfg)
+}

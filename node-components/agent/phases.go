@@ -1,0 +1,471 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/capwin/capwin/node-components/bundle"
+	"github.com/capwin/capwin/node-components/host"
+	"github.com/capwin/capwin/node-components/layout"
+	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/node-components/render"
+)
+
+func (j *join) preflight(ctx context.Context) (string, error) {
+	facts := j.Host.Facts()
+	build, err := facts.Build(ctx)
+	if err != nil {
+		return "", fmt.Errorf("reading the host's Windows build: %w", err)
+	}
+	if j.cfg.WindowsBuild != "" && !sameBuild(build, j.cfg.WindowsBuild) {
+		return "", fmt.Errorf("the host runs Windows build %s but the configuration is for build %s: Windows containers run only on a host of their own build; use an image of build %s or set the machine's Windows release to match the image", build, j.cfg.WindowsBuild, j.cfg.WindowsBuild)
+	}
+	if ok, err := facts.Feature(ctx, host.FeatureContainers); err != nil {
+		return "", fmt.Errorf("checking the Windows feature %s: %w", host.FeatureContainers, err)
+	} else if !ok {
+		return "", fmt.Errorf("the Windows feature %s is not installed: the image must enable it (capwin-node install checks this at bake time)", host.FeatureContainers)
+	}
+	if j.cfg.Containerd.Isolation == "HyperV" {
+		if ok, err := facts.Feature(ctx, host.FeatureHyperV); err != nil {
+			return "", fmt.Errorf("checking the Windows feature %s: %w", host.FeatureHyperV, err)
+		} else if !ok {
+			return "", fmt.Errorf("containerd.isolation is HyperV but the Windows feature %s is not installed", host.FeatureHyperV)
+		}
+	}
+	m, err := bundle.ReadInstalled(j.Host.FS())
+	if err != nil {
+		return "", err
+	}
+	if m.KubernetesVersion != j.cfg.KubernetesVersion {
+		return "", fmt.Errorf("the image's node bundle is for Kubernetes %s but the node must run %s: use an image built with the bundle for %s", m.KubernetesVersion, j.cfg.KubernetesVersion, j.cfg.KubernetesVersion)
+	}
+	if err := bundle.CheckInstalled(j.Host.FS(), m, bundle.Needed(j.cfg)); err != nil {
+		return "", err
+	}
+	iface, err := facts.PrimaryInterface(ctx)
+	if err != nil {
+		return "", fmt.Errorf("finding the primary network adapter: %w", err)
+	}
+	msg := fmt.Sprintf("Windows build %s, adapter %s (%s), bundle for %s", build, iface.Name, iface.IPv4, m.KubernetesVersion)
+	if name, err := facts.ComputerName(ctx); err == nil && !strings.EqualFold(name, j.cfg.NodeName) {
+		j.logf("The computer name %s is not the node name %s; the kubelet registers as %s", name, j.cfg.NodeName, j.cfg.NodeName)
+	}
+	return msg, nil
+}
+
+// sameBuild compares major.minor.build; a revision (the update build
+// revision, UBR) does not matter for container compatibility.
+func sameBuild(a, b string) bool {
+	trim := func(s string) string {
+		parts := strings.Split(s, ".")
+		if len(parts) > 3 {
+			parts = parts[:3]
+		}
+		return strings.Join(parts, ".")
+	}
+	return trim(a) == trim(b)
+}
+
+func (j *join) environment(ctx context.Context) (string, error) {
+	p := j.cfg.Proxy
+	if p == nil {
+		return "no HTTP proxy configured", nil
+	}
+	env := j.Host.Environment()
+	var set []string
+	for _, kv := range [][2]string{{"HTTP_PROXY", p.HTTPProxy}, {"HTTPS_PROXY", p.HTTPSProxy}, {"NO_PROXY", strings.Join(p.NoProxy, ",")}} {
+		if kv[1] == "" {
+			continue
+		}
+		if err := env.Set(ctx, kv[0], kv[1]); err != nil {
+			return "", fmt.Errorf("setting the machine environment variable %s: %w", kv[0], err)
+		}
+		set = append(set, kv[0])
+	}
+	// The values are never logged: a proxy URL may carry a password.
+	return "set " + strings.Join(set, ", "), nil
+}
+
+func (j *join) files(context.Context) (string, error) {
+	for i, f := range j.cfg.Files {
+		data, err := base64.StdEncoding.DecodeString(f.Content)
+		if err != nil {
+			return "", fmt.Errorf("files[%d] (%s): content is not base64: %w", i, f.Path, err)
+		}
+		// Files may come from Secrets: only SYSTEM and Administrators read them.
+		if err := j.writeIfChanged(f.Path, data, true); err != nil {
+			return "", fmt.Errorf("files[%d]: %w", i, err)
+		}
+	}
+	return fmt.Sprintf("%d files written", len(j.cfg.Files)), nil
+}
+
+func (j *join) preJoinCommands(ctx context.Context) (string, error) {
+	return j.commands(ctx, "preJoinCommands", j.cfg.PreJoinCommands)
+}
+
+func (j *join) postJoinCommands(ctx context.Context) (string, error) {
+	return j.commands(ctx, "postJoinCommands", j.cfg.PostJoinCommands)
+}
+
+// commands runs each command once: one that finished is recorded and never
+// runs again, even when a later one fails and the join is run again.
+func (j *join) commands(ctx context.Context, field string, cmds []string) (string, error) {
+	ran := 0
+	for i, c := range cmds {
+		sum := sha256.Sum256([]byte(c))
+		id := fmt.Sprintf("%s[%d]:%s", field, i, hex.EncodeToString(sum[:8]))
+		if j.state.ran(id) {
+			continue
+		}
+		out, err := j.Host.Shell().Run(ctx, c)
+		// The output stays on the node: it may hold anything.
+		appendFile(j.Host.FS(), layout.AgentLog, fmt.Sprintf("--- output of %s[%d] (%d bytes) ---\n%s\n--- end ---\n", field, i, len(out), out))
+		if err != nil {
+			return "", fmt.Errorf("%s[%d] failed: %w (its output is in %s)", field, i, redactShellError(err), layout.AgentLog)
+		}
+		j.state.Commands = append(j.state.Commands, id)
+		if err := saveState(j.Host.FS(), j.state); err != nil {
+			return "", err
+		}
+		ran++
+	}
+	return fmt.Sprintf("%d of %d commands ran", ran, len(cmds)), nil
+}
+
+// redactShellError keeps the first line of a shell error: the exit code,
+// not the output a host may have appended.
+func redactShellError(err error) error {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return errors.New(msg)
+}
+
+func (j *join) pauseImage(ctx context.Context) (string, error) {
+	if j.cfg.Containerd.PauseImage != "" {
+		return j.cfg.Containerd.PauseImage, nil
+	}
+	build, err := j.Host.Facts().Build(ctx)
+	if err != nil {
+		return "", err
+	}
+	return render.PauseImage(build)
+}
+
+func (j *join) containerd(ctx context.Context) (string, error) {
+	pause, err := j.pauseImage(ctx)
+	if err != nil {
+		return "", err
+	}
+	conf, err := render.ContainerdConfig(j.cfg, pause)
+	if err != nil {
+		return "", err
+	}
+	if err := j.writeIfChanged(layout.ContainerdConfig, conf, false); err != nil {
+		return "", err
+	}
+	hosts, err := render.RegistryHosts(j.cfg)
+	if err != nil {
+		return "", err
+	}
+	if err := j.writeFiles(hosts); err != nil {
+		return "", err
+	}
+	iface, err := j.Host.Facts().PrimaryInterface(ctx)
+	if err != nil {
+		return "", err
+	}
+	spec, ok := serviceNamed(render.Services(j.cfg, iface), layout.ServiceContainerd)
+	if !ok {
+		return "", errors.New("no containerd service rendered")
+	}
+	if err := j.ensureService(ctx, spec); err != nil {
+		return "", err
+	}
+	if err := j.Host.Services().Start(ctx, layout.ServiceContainerd); err != nil {
+		return "", err
+	}
+	return "pause image " + pause, nil
+}
+
+func (j *join) writeFiles(files []render.File) error {
+	for _, f := range files {
+		if err := j.writeIfChanged(f.Path, f.Data, f.Private); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func serviceNamed(specs []host.ServiceSpec, name string) (host.ServiceSpec, bool) {
+	for _, s := range specs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return host.ServiceSpec{}, false
+}
+
+// ensureService registers a service, or updates a registration that
+// differs; a service is never registered twice.
+func (j *join) ensureService(ctx context.Context, spec host.ServiceSpec) error {
+	svcs := j.Host.Services()
+	got, _, err := svcs.Get(ctx, spec.Name)
+	switch {
+	case errors.Is(err, host.ErrNotExist):
+		if err := svcs.Create(ctx, spec); err != nil {
+			return fmt.Errorf("registering the %s service: %w", spec.Name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the %s service: %w", spec.Name, err)
+	case sameService(got, spec):
+		return nil
+	}
+	if err := svcs.Update(ctx, spec); err != nil {
+		return fmt.Errorf("updating the %s service: %w", spec.Name, err)
+	}
+	return nil
+}
+
+func sameService(a, b host.ServiceSpec) bool {
+	norm := func(s host.ServiceSpec) host.ServiceSpec {
+		if len(s.Environment) == 0 {
+			s.Environment = nil
+		}
+		if len(s.Dependencies) == 0 {
+			s.Dependencies = nil
+		}
+		if len(s.RestartDelays) == 0 {
+			s.RestartDelays = nil
+		}
+		return s
+	}
+	return reflect.DeepEqual(norm(a), norm(b))
+}
+
+func (j *join) cni(ctx context.Context) (string, error) {
+	fsys := j.Host.FS()
+	// A source VIP recorded by an earlier join belongs to that join's pod
+	// subnet: left in place it breaks kube-proxy on this one.
+	removed := 0
+	for _, f := range append([]string{layout.SourceVIP}, layout.LegacySourceVIPFiles...) {
+		if ok, _ := fsys.Exists(f); ok {
+			if err := fsys.Remove(f); err != nil {
+				return "", fmt.Errorf("removing the stale source VIP file %s: %w", f, err)
+			}
+			removed++
+		}
+	}
+	j.state.SourceVIP = ""
+	iface, err := j.Host.Facts().PrimaryInterface(ctx)
+	if err != nil {
+		return "", err
+	}
+	files, err := render.CNI(j.cfg, iface)
+	if err != nil {
+		return "", err
+	}
+	if err := j.writeFiles(files); err != nil {
+		return "", err
+	}
+	msg := fmt.Sprintf("%s %s, %d files", j.cfg.Network.CNI, j.cfg.Network.Mode, len(files))
+	if removed > 0 {
+		msg += fmt.Sprintf(", %d stale source VIP files removed", removed)
+	}
+	return msg, nil
+}
+
+func (j *join) hnsNetwork(ctx context.Context) (string, error) {
+	created, err := j.ensureExternalNetwork(ctx)
+	if err != nil {
+		return "", err
+	}
+	if created {
+		return "created HNS network " + layout.ExternalNetwork, nil
+	}
+	return "HNS network " + layout.ExternalNetwork + " exists", nil
+}
+
+// ensureExternalNetwork creates the External network unless one exists.
+func (j *join) ensureExternalNetwork(ctx context.Context) (bool, error) {
+	hns := j.Host.HNS()
+	nets, err := hns.Networks(ctx)
+	if err != nil {
+		return false, fmt.Errorf("listing HNS networks: %w", err)
+	}
+	if slices.ContainsFunc(nets, func(n host.Network) bool { return strings.EqualFold(n.Name, layout.ExternalNetwork) }) {
+		return false, nil
+	}
+	iface, err := j.Host.Facts().PrimaryInterface(ctx)
+	if err != nil {
+		return false, err
+	}
+	if _, err := hns.CreateNetwork(ctx, render.ExternalNetwork(j.cfg, iface)); err != nil {
+		return false, fmt.Errorf("creating the HNS network %s: %w", layout.ExternalNetwork, err)
+	}
+	return true, nil
+}
+
+func (j *join) discovery(ctx context.Context) (string, error) {
+	start := j.now()
+	d, err := j.ControlPlane.Discover(ctx, j.cfg.Join)
+	j.waited += j.now().Sub(start)
+	if err != nil {
+		return "", err
+	}
+	if err := j.writeIfChanged(layout.CACert, d.CACert, false); err != nil {
+		return "", err
+	}
+	kubeconfig, err := render.BootstrapKubeconfig(d.Server, d.CACert, j.cfg.Join.Token)
+	if err != nil {
+		return "", err
+	}
+	if err := j.writeFiles([]render.File{kubeconfig}); err != nil {
+		return "", err
+	}
+	kc, err := render.KubeletConfig(d.KubeletConfig, j.cfg)
+	if err != nil {
+		return "", fmt.Errorf("the cluster's kubelet configuration: %w", err)
+	}
+	if err := j.writeIfChanged(layout.KubeletConfig, kc, false); err != nil {
+		return "", err
+	}
+	return "control plane " + d.Server + " verified", nil
+}
+
+func (j *join) kubelet(ctx context.Context) (string, error) {
+	// HNS forgets its networks on a reboot: the one the kubelet needs may
+	// be gone since the hns-network phase.
+	if _, err := j.ensureExternalNetwork(ctx); err != nil {
+		return "", err
+	}
+	iface, err := j.Host.Facts().PrimaryInterface(ctx)
+	if err != nil {
+		return "", err
+	}
+	var started []string
+	for _, spec := range render.Services(j.cfg, iface) {
+		if err := j.ensureService(ctx, spec); err != nil {
+			return "", err
+		}
+	}
+	for _, name := range []string{layout.ServiceCSIProxy, layout.ServiceKubelet} {
+		if name == layout.ServiceCSIProxy && !j.cfg.CSIProxy {
+			continue
+		}
+		if err := j.Host.Services().Start(ctx, name); err != nil {
+			return "", err
+		}
+		started = append(started, name)
+	}
+	return "started " + strings.Join(started, ", "), nil
+}
+
+func (j *join) nodeRegistration(ctx context.Context) (string, error) {
+	fsys := j.Host.FS()
+	// The kubelet writes its kubeconfig once its TLS bootstrap got it a
+	// client certificate.
+	err := j.wait(ctx, "the kubelet's TLS bootstrap ("+layout.KubeletKubeconfig+")", func(context.Context) (bool, error) {
+		return fsys.Exists(layout.KubeletKubeconfig)
+	})
+	if err != nil {
+		return "", err
+	}
+	kubeconfig, err := fsys.ReadFile(layout.KubeletKubeconfig)
+	if err != nil {
+		return "", err
+	}
+	start := j.now()
+	wctx, cancel := context.WithTimeout(ctx, j.nodeTimeout())
+	defer cancel()
+	err = j.ControlPlane.WaitForNode(wctx, kubeconfig, fsys.ReadFile, j.cfg.NodeName)
+	j.waited += j.now().Sub(start)
+	if err != nil {
+		return "", Retryable(fmt.Errorf("waiting for Node %s to register: %w", j.cfg.NodeName, err))
+	}
+	return "Node " + j.cfg.NodeName + " registered", nil
+}
+
+func (j *join) kubeProxy(ctx context.Context) (string, error) {
+	if j.cfg.Network.CNI == "flannel" {
+		if err := j.Host.Services().Start(ctx, layout.ServiceFlanneld); err != nil {
+			return "", err
+		}
+	}
+	network := render.HNSNetworkName(j.cfg)
+	var nw host.Network
+	err := j.wait(ctx, "the pod network's HNS network "+network, func(ctx context.Context) (bool, error) {
+		nets, err := j.Host.HNS().Networks(ctx)
+		if err != nil {
+			return false, err
+		}
+		for _, n := range nets {
+			if strings.EqualFold(n.Name, network) {
+				nw = n
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	vip := ""
+	if j.cfg.Network.Mode == "overlay" {
+		if vip, err = j.sourceVIP(ctx, nw); err != nil {
+			return "", err
+		}
+	}
+	iface, err := j.Host.Facts().PrimaryInterface(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := j.ensureService(ctx, render.KubeProxyService(j.cfg, iface, vip)); err != nil {
+		return "", err
+	}
+	if err := j.Host.Services().Start(ctx, layout.ServiceKubeProxy); err != nil {
+		return "", err
+	}
+	if vip != "" {
+		return fmt.Sprintf("network %s, source VIP %s", network, vip), nil
+	}
+	return "network " + network, nil
+}
+
+func (j *join) complete(context.Context) (string, error) {
+	fsys := j.Host.FS()
+	if err := j.writeIfChanged(layout.SuccessSentinel, []byte("success\n"), false); err != nil {
+		return "", err
+	}
+	// The kubelet has its own certificate now; the token must not outlive
+	// the join on disk.
+	if err := fsys.Remove(layout.BootstrapKubeconfig); err != nil {
+		return "", fmt.Errorf("removing %s: %w", layout.BootstrapKubeconfig, err)
+	}
+	if data, err := fsys.ReadFile(j.configPath); err == nil {
+		scrubbed, err := scrubToken(data)
+		if err != nil {
+			return "", fmt.Errorf("removing the token from %s: %w", j.configPath, err)
+		}
+		if err := fsys.WriteFile(j.configPath, scrubbed, true); err != nil {
+			return "", fmt.Errorf("removing the token from %s: %w", j.configPath, err)
+		}
+	}
+	return "wrote " + layout.SuccessSentinel + "; bootstrap token removed from disk", nil
+}
+
+func marshalIndent(cfg *nodeconfig.Config) ([]byte, error) {
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}

@@ -1,0 +1,107 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/containernetworking/plugins/plugins/ipam/host-local/backend/disk"
+
+	"github.com/capwin/capwin/node-components/host"
+	"github.com/capwin/capwin/node-components/layout"
+	"github.com/capwin/capwin/node-components/render"
+)
+
+// sourceVIPOwner is the ID under which the source VIP is reserved in
+// host-local's store, where a pod's container ID would be.
+const (
+	sourceVIPOwner  = "capwin-kube-proxy-source-vip"
+	sourceVIPIfName = "sourcevip"
+	// calicoEndpoint is the host endpoint Calico's Windows node creates on
+	// its VXLAN network; its address is kube-proxy's source VIP.
+	calicoEndpoint = "Calico_ep"
+)
+
+// sourceVIP returns kube-proxy's source VIP on the overlay network nw: the
+// address it gives its remote endpoint, which must never go to a pod.
+func (j *join) sourceVIP(ctx context.Context, nw host.Network) (string, error) {
+	if j.cfg.Network.CNI == "calico" {
+		return j.calicoSourceVIP(ctx, nw)
+	}
+	vip, err := reserveSourceVIP(j.Host.FS(), render.CNINetworkName(j.cfg), nw.AddressPrefix)
+	if err != nil {
+		return "", err
+	}
+	data, _ := json.Marshal(map[string]string{"ip": vip, "network": nw.Name, "subnet": nw.AddressPrefix})
+	if err := j.writeIfChanged(layout.SourceVIP, append(data, '\n'), false); err != nil {
+		return "", err
+	}
+	j.state.SourceVIP = vip
+	return vip, nil
+}
+
+// reserveSourceVIP reserves an address of subnet in host-local IPAM's store
+// for the CNI network, where the CNI plugin allocates pod addresses: the
+// plugin then never hands it to a pod. The same reservation is returned on
+// every call.
+func reserveSourceVIP(fsys host.FS, cniNetwork, subnet string) (string, error) {
+	prefix, err := netip.ParsePrefix(subnet)
+	if err != nil || !prefix.Addr().Is4() {
+		return "", fmt.Errorf("the overlay network's subnet %q is not an IPv4 CIDR", subnet)
+	}
+	dir, err := fsys.OSPath(layout.CNIDataDir)
+	if err != nil {
+		return "", err
+	}
+	store, err := disk.New(cniNetwork, dir)
+	if err != nil {
+		return "", fmt.Errorf("opening host-local's store %s\\%s: %w", layout.CNIDataDir, cniNetwork, err)
+	}
+	defer store.Close() //nolint:errcheck
+	if err := store.Lock(); err != nil {
+		return "", fmt.Errorf("locking host-local's store: %w", err)
+	}
+	defer store.Unlock() //nolint:errcheck
+	for _, ip := range store.GetByID(sourceVIPOwner, sourceVIPIfName) {
+		if a, ok := netip.AddrFromSlice(ip.To4()); ok && prefix.Contains(a) {
+			return a.String(), nil
+		}
+	}
+	// The first address is the network, the second the gateway (flannel's
+	// x.x.x.1): host-local starts at the third, and so does this.
+	a := prefix.Masked().Addr().Next().Next()
+	for ; prefix.Contains(a); a = a.Next() {
+		if !prefix.Contains(a.Next()) {
+			break // the broadcast address
+		}
+		ok, err := store.Reserve(sourceVIPOwner, sourceVIPIfName, net.IP(a.AsSlice()), "0")
+		if err != nil {
+			return "", fmt.Errorf("reserving %s in host-local's store: %w", a, err)
+		}
+		if ok {
+			return a.String(), nil
+		}
+	}
+	return "", fmt.Errorf("no free address in %s for kube-proxy's source VIP", subnet)
+}
+
+func (j *join) calicoSourceVIP(ctx context.Context, nw host.Network) (string, error) {
+	var vip string
+	err := j.wait(ctx, "Calico's host endpoint "+calicoEndpoint, func(ctx context.Context) (bool, error) {
+		eps, err := j.Host.HNS().Endpoints(ctx)
+		if err != nil {
+			return false, err
+		}
+		for _, e := range eps {
+			if strings.EqualFold(e.Name, calicoEndpoint) && e.NetworkID == nw.ID {
+				vip = e.IPAddress
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return vip, err
+}

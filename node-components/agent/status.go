@@ -1,0 +1,109 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/capwin/capwin/node-components/host"
+	"github.com/capwin/capwin/node-components/layout"
+)
+
+// Status is what capwin-node status shows.
+type Status struct {
+	// Joined is when the join finished, if it did.
+	Joined *time.Time `json:"joined,omitempty"`
+	// Progress is the last progress the join reported.
+	Progress *Progress `json:"progress,omitempty"`
+	// Phases are the phases that finished.
+	Phases      []PhaseRecord   `json:"phases"`
+	Services    []ServiceStatus `json:"services"`
+	HNSNetworks []host.Network  `json:"hnsNetworks"`
+	// SuccessSentinel tells whether Cluster API's sentinel file exists.
+	SuccessSentinel bool `json:"successSentinel"`
+}
+
+// ServiceStatus is one of the node's services.
+type ServiceStatus struct {
+	Name      string            `json:"name"`
+	State     host.ServiceState `json:"state,omitempty"`
+	StartType host.StartType    `json:"startType,omitempty"`
+	// Registered is false for a service that does not exist.
+	Registered bool `json:"registered"`
+}
+
+// Status reads the node's join state, services and HNS networks.
+func (a *Agent) Status(ctx context.Context) (*Status, error) {
+	fsys := a.Host.FS()
+	st, err := LoadState(fsys)
+	if err != nil {
+		return nil, err
+	}
+	s := &Status{Joined: st.Joined, Phases: st.Phases}
+	if p, err := ReadProgress(fsys); err == nil {
+		s.Progress = p
+	}
+	for _, name := range []string{layout.ServiceContainerd, layout.ServiceCSIProxy, layout.ServiceKubelet, layout.ServiceFlanneld, layout.ServiceKubeProxy} {
+		spec, state, err := a.Host.Services().Get(ctx, name)
+		switch {
+		case errors.Is(err, host.ErrNotExist):
+			s.Services = append(s.Services, ServiceStatus{Name: name})
+		case err != nil:
+			return nil, fmt.Errorf("reading the %s service: %w", name, err)
+		default:
+			s.Services = append(s.Services, ServiceStatus{Name: name, State: state, StartType: spec.StartType, Registered: true})
+		}
+	}
+	nets, err := a.Host.HNS().Networks(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing HNS networks: %w", err)
+	}
+	s.HNSNetworks = nets
+	s.SuccessSentinel, _ = fsys.Exists(layout.SuccessSentinel)
+	return s, nil
+}
+
+// WriteText writes the status for a person.
+func (s *Status) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	switch {
+	case s.Joined != nil:
+		fmt.Fprintf(tw, "Join:\tjoined at %s\n", s.Joined.Format(time.RFC3339))
+	case s.Progress != nil:
+		line := fmt.Sprintf("%s in phase %s", s.Progress.State, s.Progress.Phase)
+		if s.Progress.Message != "" {
+			line += ": " + s.Progress.Message
+		}
+		if s.Progress.State == ProgressFailed && s.Progress.Retryable {
+			line += " (retryable: run capwin-node join again)"
+		}
+		fmt.Fprintf(tw, "Join:\t%s\n", line)
+	default:
+		fmt.Fprintf(tw, "Join:\tnot started\n")
+	}
+	fmt.Fprintf(tw, "Sentinel:\t%s %v\n", layout.SuccessSentinel, s.SuccessSentinel)
+	fmt.Fprintf(tw, "\nPHASE\tFINISHED\tTOOK\tWAITED\tMESSAGE\n")
+	for _, p := range s.Phases {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.Finished.Format(time.RFC3339), p.Duration.Round(time.Millisecond), p.Waited.Round(time.Millisecond), p.Message)
+	}
+	fmt.Fprintf(tw, "\nSERVICE\tSTATE\tSTART TYPE\n")
+	for _, svc := range s.Services {
+		if !svc.Registered {
+			fmt.Fprintf(tw, "%s\tnot registered\t\n", svc.Name)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", svc.Name, svc.State, svc.StartType)
+	}
+	fmt.Fprintf(tw, "\nHNS NETWORK\tTYPE\tSUBNET\tID\n")
+	for _, n := range s.HNSNetworks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Name, n.Type, n.AddressPrefix, n.ID)
+	}
+	if len(s.HNSNetworks) == 0 {
+		fmt.Fprintf(tw, "%s\t\t\t\n", strings.Repeat("-", 4))
+	}
+	return tw.Flush()
+}
