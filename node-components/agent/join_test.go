@@ -345,8 +345,6 @@ func TestCommandsRunOnce(t *testing.T) {
 func TestHostileConfiguration(t *testing.T) {
 	evil := "a\"b' $(Remove-Item C:\\) `whoami`; & | \\\" \n\r\t ünï 😀"
 	n := newNode(t, func(c *nodeconfig.Config) {
-		c.Labels["example.com/evil"] = evil
-		c.Taints = append(c.Taints, nodeconfig.Taint{Key: "example.com/evil", Value: evil, Effect: "NoSchedule"})
 		c.Kubelet.ExtraArgs = []nodeconfig.Arg{{Name: "v", Value: evil}}
 		c.KubeProxy.ExtraArgs = []nodeconfig.Arg{{Name: "v", Value: evil}}
 		c.PreJoinCommands = []string{evil}
@@ -374,6 +372,19 @@ func TestHostileConfiguration(t *testing.T) {
 	}
 	if strings.Contains(n.log.String(), "p%40ss") {
 		t.Errorf("the proxy password reached the log")
+	}
+}
+
+func TestPreflightRefusesWhatCannotBeRendered(t *testing.T) {
+	n := newNode(t, func(c *nodeconfig.Config) {
+		c.Labels["example.com/evil"] = "a,node.kubernetes.io/windows-build=10.0.17763"
+		c.Kubelet.ExtraArgs = []nodeconfig.Arg{{Name: "kubeconfig", Value: `C:\evil.conf`}}
+	})
+	err := n.join()
+	for _, want := range []string{"labels: label \"example.com/evil\"", "kubelet.extraArgs[0]"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want it to name %s", err, want)
+		}
 	}
 }
 
@@ -454,5 +465,20 @@ func TestStaleSourceVIPFilesRemovedOnJoin(t *testing.T) {
 	}
 	if got, _ := n.host.FS().ReadFile(layout.SourceVIP); !strings.Contains(string(got), "10.244.1.2") {
 		t.Errorf("sourceVip.json: %s", got)
+	}
+}
+
+func TestCSIProxyStartsBeforeTheKubelet(t *testing.T) {
+	n := newNode(t, func(c *nodeconfig.Config) { c.CSIProxy = true })
+	if err := n.join(); err != nil {
+		t.Fatal(err)
+	}
+	ev := n.host.Events()
+	if i, j := slices.Index(ev, "start csi-proxy"), slices.Index(ev, "start kubelet"); i < 0 || j < i {
+		t.Errorf("csi-proxy must run before the kubelet: %q", ev)
+	}
+	spec, _, _ := n.host.Services().Get(context.Background(), layout.ServiceKubelet)
+	if !slices.Contains(spec.Dependencies, layout.ServiceCSIProxy) {
+		t.Errorf("the kubelet does not depend on csi-proxy: %v", spec.Dependencies)
 	}
 }

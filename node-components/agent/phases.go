@@ -20,6 +20,10 @@ import (
 )
 
 func (j *join) preflight(ctx context.Context) (string, error) {
+	// What validation accepts but no flag or file can carry faithfully.
+	if err := render.Check(j.cfg); err != nil {
+		return "", fmt.Errorf("the node configuration cannot be applied: %w", err)
+	}
 	facts := j.Host.Facts()
 	build, err := facts.Build(ctx)
 	if err != nil {
