@@ -2,17 +2,12 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/capwin/capwin/node-components/bundle"
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/host/sim"
 	"github.com/capwin/capwin/node-components/layout"
@@ -190,28 +185,11 @@ func validConfig() *nodeconfig.Config {
 	}
 }
 
-// writeBundle writes a bundle directory with stand-in binaries and their
-// manifest, as make bundle lays it out.
+// writeBundle writes a bundle of stand-in binaries, as make bundle lays it out.
 func writeBundle(t testing.TB, version string) string {
 	t.Helper()
 	dir := t.TempDir()
-	names := []string{"capwin-node.exe", "bin/containerd.exe", "bin/containerd-shim-runhcs-v1.exe", "bin/kubelet.exe", "bin/kube-proxy.exe",
-		"bin/flanneld.exe", "bin/csi-proxy.exe", "cni/flannel.exe", "cni/win-overlay.exe", "cni/win-bridge.exe", "cni/host-local.exe"}
-	m := bundle.Manifest{KubernetesVersion: version}
-	for _, name := range names {
-		data := []byte("MZ stand-in for " + name)
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(data)
-		m.Files = append(m.Files, bundle.File{Name: name, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))})
-	}
-	data, _ := json.Marshal(m)
-	if err := os.WriteFile(filepath.Join(dir, bundle.ManifestName), data, 0o644); err != nil {
+	if err := sim.WriteStandInBundle(dir, version); err != nil {
 		t.Fatal(err)
 	}
 	return dir
