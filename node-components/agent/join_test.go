@@ -370,6 +370,11 @@ func TestHostileConfiguration(t *testing.T) {
 	if v, _, _ := n.host.Environment().Get(ctx, "NO_PROXY"); !strings.Contains(v, evil) {
 		t.Errorf("NO_PROXY: %q", v)
 	}
+	// Services see the machine environment of the last boot only: the
+	// proxy must be in containerd's own environment to reach its pulls now.
+	if spec, _, _ := n.host.Services().Get(ctx, layout.ServiceContainerd); !slices.Contains(spec.Environment, "HTTP_PROXY=http://user:p%40ss@proxy:3128") {
+		t.Errorf("containerd's environment lacks the proxy: %q", spec.Environment)
+	}
 	if strings.Contains(n.log.String(), "p%40ss") {
 		t.Errorf("the proxy password reached the log")
 	}

@@ -197,6 +197,32 @@ func service(name, display, description string, command []string, deps ...string
 // csi-proxy when enabled, the kubelet, and flanneld with flannel.
 // kube-proxy, which needs the source VIP, comes from KubeProxyService.
 func Services(cfg *nodeconfig.Config, iface host.Interface) []host.ServiceSpec {
+	svcs := servicesWithoutProxy(cfg, iface)
+	for i := range svcs {
+		svcs[i].Environment = append(svcs[i].Environment, ProxyEnvironment(cfg)...)
+	}
+	return svcs
+}
+
+// ProxyEnvironment is the HTTP proxy as environment variables. The agent
+// sets them machine-wide too, but the service manager hands services the
+// machine environment it read at boot: only a service's own environment
+// reaches it before the next reboot, and containerd pulls through it.
+func ProxyEnvironment(cfg *nodeconfig.Config) []string {
+	p := cfg.Proxy
+	if p == nil {
+		return nil
+	}
+	var env []string
+	for _, kv := range [][2]string{{"HTTP_PROXY", p.HTTPProxy}, {"HTTPS_PROXY", p.HTTPSProxy}, {"NO_PROXY", strings.Join(p.NoProxy, ",")}} {
+		if kv[1] != "" {
+			env = append(env, kv[0]+"="+kv[1])
+		}
+	}
+	return env
+}
+
+func servicesWithoutProxy(cfg *nodeconfig.Config, iface host.Interface) []host.ServiceSpec {
 	svcs := []host.ServiceSpec{containerdService()}
 	kubeletDeps := []string{layout.ServiceContainerd}
 	if cfg.CSIProxy {
@@ -317,7 +343,9 @@ func KubeProxyService(cfg *nodeconfig.Config, iface host.Interface, sourceVIP st
 	}
 	argv = append(argv, "--v=2")
 	argv = append(argv, extraArgs(cfg.KubeProxy.ExtraArgs, kubeProxyReservedFlags)...)
-	return service(layout.ServiceKubeProxy, "kube-proxy", "Kubernetes service proxy (capwin).", hosted(layout.ServiceKubeProxy, argv...), layout.ServiceKubelet)
+	svc := service(layout.ServiceKubeProxy, "kube-proxy", "Kubernetes service proxy (capwin).", hosted(layout.ServiceKubeProxy, argv...), layout.ServiceKubelet)
+	svc.Environment = append(svc.Environment, ProxyEnvironment(cfg)...)
+	return svc
 }
 
 // minorBefore reports whether version (v1.32.4) is a 1.x release older than
