@@ -61,6 +61,11 @@ type Options struct {
 
 	// ExtraCRDDirectories are installed too (cert-manager's, say).
 	ExtraCRDDirectories []string
+
+	// APIServerArgs are extra kube-apiserver flags, named without their
+	// dashes ("enable-bootstrap-token-auth": "true"). Each replaces
+	// envtest's value of the same flag ("authorization-mode": "Node,RBAC").
+	APIServerArgs map[string]string
 }
 
 // Environment is a running kube-apiserver and etcd with the CRDs installed.
@@ -102,6 +107,10 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 			return nil, err
 		}
 		env.WebhookInstallOptions = w
+	}
+	apiServerArgs := env.ControlPlane.GetAPIServer().Configure()
+	for flag, value := range opts.APIServerArgs {
+		apiServerArgs.Set(flag, value)
 	}
 	// kube-apiserver takes longer than envtest's default 20 s to come up on a
 	// loaded 2-core machine.
@@ -161,6 +170,17 @@ func labelContracts(ctx context.Context, c client.Client) error {
 		}
 	}
 	return nil
+}
+
+// AddUser returns a client configuration that authenticates as user name in
+// groups, with a client certificate signed by the API server's client CA
+// (CertData and KeyData hold the PEM of the certificate and its key).
+func (e *Environment) AddUser(name string, groups ...string) (*rest.Config, error) {
+	u, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("adding user %s to envtest: %w", name, err)
+	}
+	return rest.CopyConfig(u.Config()), nil
 }
 
 // Stop stops the API server and etcd and removes their data.

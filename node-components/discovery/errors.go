@@ -1,0 +1,92 @@
+package discovery
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Reason says why discovery failed, for the agent to decide what to do and
+// what to report.
+type Reason string
+
+const (
+	// ReasonInvalidJoin: the join configuration itself is unusable (a token
+	// or CA hash of the wrong form, no CA hash, a bad endpoint).
+	ReasonInvalidJoin Reason = "InvalidJoin"
+	// ReasonUnreachable: the API server did not answer, or answered with a
+	// server error, until the timeout. Transient.
+	ReasonUnreachable Reason = "Unreachable"
+	// ReasonNoClusterInfo: kube-public/cluster-info is missing or anonymous
+	// users may not read it (the control plane may still be initialising).
+	ReasonNoClusterInfo Reason = "NoClusterInfo"
+	// ReasonNoSignature: cluster-info carries no signature for the token ID:
+	// the token is unknown, has expired, or is not signed yet.
+	ReasonNoSignature Reason = "NoSignature"
+	// ReasonBadSignature: the signature for the token ID does not verify
+	// with the token's secret: a wrong secret, or cluster-info was altered.
+	ReasonBadSignature Reason = "BadSignature"
+	// ReasonBadClusterInfo: the signed kubeconfig in cluster-info is
+	// malformed, or it changed between the unverified and the verified read.
+	ReasonBadClusterInfo Reason = "BadClusterInfo"
+	// ReasonCAMismatch: no CA in cluster-info has a pinned public key hash.
+	ReasonCAMismatch Reason = "CAMismatch"
+	// ReasonUntrustedServer: the API server's certificate does not verify
+	// against the pinned CA (or is not valid for the endpoint's name).
+	ReasonUntrustedServer Reason = "UntrustedServer"
+	// ReasonTokenRejected: the API server refused the bootstrap token
+	// (401: expired or deleted) or its permissions (403) when reading
+	// kube-system/kubelet-config.
+	ReasonTokenRejected Reason = "TokenRejected"
+	// ReasonNoKubeletConfig: kube-system/kubelet-config or its "kubelet"
+	// key is missing.
+	ReasonNoKubeletConfig Reason = "NoKubeletConfig"
+)
+
+// Error is a discovery failure. Its message names the cause and what to
+// check; it never holds the token secret (the token ID, which is public,
+// may appear).
+type Error struct {
+	Reason  Reason
+	Message string
+	// Err is the underlying error, if any: an API or transport error.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return e.Message
+	}
+	return e.Message + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ReasonOf returns the Reason of a discovery Error in err's chain, or ""
+// when there is none (the caller's context ended, say).
+func ReasonOf(err error) Reason {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return ""
+}
+
+func newError(reason Reason, cause error, format string, args ...any) *Error {
+	return &Error{Reason: reason, Message: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// retryable reports whether a failure may clear up by itself: the API
+// server or the bootstrap signer catching up.
+func (e *Error) retryable() bool {
+	switch e.Reason {
+	case ReasonUnreachable, ReasonNoClusterInfo, ReasonNoSignature:
+		return true
+	}
+	return false
+}
+
+// refusal reports whether a failure is the API server refusing the
+// kubelet-config read, which is retried only for Options.RefusalGrace.
+func (e *Error) refusal() bool {
+	return e.Reason == ReasonTokenRejected || e.Reason == ReasonNoKubeletConfig
+}
