@@ -16,6 +16,7 @@ import (
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/node-components/render"
 )
 
 // MaxSize is the platforms' user-data limit: Azure customData and a vSphere
@@ -78,6 +79,11 @@ func Render(in Input) (*Payload, error) {
 		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	// What the node would refuse to render: labels it cannot pass to the
+	// kubelet, flags the agent sets itself.
+	if err := render.Check(cfg); err != nil {
 		return nil, err
 	}
 	data, err := json.Marshal(cfg)
