@@ -21,6 +21,7 @@ import (
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	"github.com/capwin/capwin/bootstrap/payload"
+	"github.com/capwin/capwin/node-components/render"
 )
 
 // MinReservedMemory is the least memory a Windows node sets aside for the
@@ -207,6 +208,8 @@ func validateNodeRegistration(n *bootstrapv1.NodeRegistration, path *field.Path)
 		name := strings.TrimLeft(a.Name, "-")
 		if why, ok := kubeletArgsElsewhere[name]; ok {
 			errs = append(errs, field.Forbidden(path.Child("kubeletExtraArgs").Index(i).Child("name"), fmt.Sprintf("kubelet flag --%s: %s", name, why)))
+		} else if why := render.KubeletArgProblem(name); why != "" {
+			errs = append(errs, field.Forbidden(path.Child("kubeletExtraArgs").Index(i).Child("name"), "kubelet flag: "+why))
 		}
 	}
 	return errs
@@ -333,10 +336,8 @@ func validateKubeProxy(k *bootstrapv1.KubeProxySpec, path *field.Path) field.Err
 		errs = append(errs, field.NotSupported(path.Child("mode"), k.Mode, []bootstrapv1.KubeProxyMode{bootstrapv1.KernelspaceProxy}))
 	}
 	for i, a := range k.ExtraArgs {
-		switch strings.TrimLeft(a.Name, "-") {
-		case "hostname-override", "network-name", "source-vip", "proxy-mode":
-			errs = append(errs, field.Forbidden(path.Child("extraArgs").Index(i).Child("name"),
-				fmt.Sprintf("kube-proxy flag --%s is computed by the node agent from the node and its HNS network", strings.TrimLeft(a.Name, "-"))))
+		if why := render.KubeProxyArgProblem(strings.TrimLeft(a.Name, "-")); why != "" {
+			errs = append(errs, field.Forbidden(path.Child("extraArgs").Index(i).Child("name"), "kube-proxy flag: "+why))
 		}
 	}
 	return errs

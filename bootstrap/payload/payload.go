@@ -241,7 +241,8 @@ func quantities(l corev1.ResourceList) map[string]string {
 func args(in []bootstrapv1.Arg) []nodeconfig.Arg {
 	var out []nodeconfig.Arg
 	for _, a := range in {
-		out = append(out, nodeconfig.Arg{Name: a.Name, Value: deref(a.Value)})
+		// Flags travel without their dashes; a user may write either.
+		out = append(out, nodeconfig.Arg{Name: strings.TrimLeft(a.Name, "-"), Value: deref(a.Value)})
 	}
 	return out
 }

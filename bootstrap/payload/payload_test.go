@@ -163,11 +163,12 @@ var hostile = []string{
 // one base64 literal in place of the placeholder.
 func TestNoValueReachesTheScript(t *testing.T) {
 	spec := bootstrapv1.WindowsKubeadmConfigSpec{
-		NodeRegistration: bootstrapv1.NodeRegistration{Labels: map[string]string{}},
+		NodeRegistration: bootstrapv1.NodeRegistration{},
 		Proxy:            bootstrapv1.ProxySpec{HTTPProxy: "http://proxy:3128", NoProxy: hostile},
 	}
 	for i, h := range hostile {
-		spec.NodeRegistration.Labels["example.com/l"+string(rune('a'+i))] = h
+		v := h
+		spec.NodeRegistration.KubeletExtraArgs = append(spec.NodeRegistration.KubeletExtraArgs, bootstrapv1.Arg{Name: "l" + string(rune('a'+i)), Value: &v})
 		spec.Files = append(spec.Files, bootstrapv1.File{Path: `C:\x\f` + string(rune('a'+i)) + `.txt`, Content: h})
 		spec.PreJoinCommands = append(spec.PreJoinCommands, h)
 		spec.PostJoinCommands = append(spec.PostJoinCommands, h)
@@ -192,7 +193,7 @@ func TestNoValueReachesTheScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, h := range hostile {
-		if cfg.PreJoinCommands[i] != h || cfg.PostJoinCommands[i] != h || cfg.Labels["example.com/l"+string(rune('a'+i))] != h {
+		if cfg.PreJoinCommands[i] != h || cfg.PostJoinCommands[i] != h || cfg.Kubelet.ExtraArgs[i].Value != h {
 			t.Errorf("value %q did not arrive intact as data", h)
 		}
 		content, _ := base64.StdEncoding.DecodeString(cfg.Files[i].Content)

@@ -84,6 +84,18 @@ func argProblem(a nodeconfig.Arg, reserved map[string]bool) string {
 	return ""
 }
 
+// KubeletArgProblem says why a kubelet extra flag (named without dashes)
+// cannot be passed, or "" when it can; KubeProxyArgProblem does the same for
+// kube-proxy. Admission and the agent apply the same rule.
+func KubeletArgProblem(name string) string {
+	return argProblem(nodeconfig.Arg{Name: name}, kubeletReservedFlags)
+}
+
+// KubeProxyArgProblem is KubeletArgProblem for kube-proxy.
+func KubeProxyArgProblem(name string) string {
+	return argProblem(nodeconfig.Arg{Name: name}, kubeProxyReservedFlags)
+}
+
 // extraArgs renders ExtraArgs as --name=value, in their order, after the
 // agent's own flags. Later occurrences of a flag win, as the components'
 // flag parsing keeps the last value: that is how a user changes --v or
