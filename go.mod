@@ -20,6 +20,8 @@ require github.com/vmware/govmomi v0.56.0
 
 require (
 	github.com/MakeNowJust/heredoc v1.0.0 // indirect
+	github.com/alexflint/go-filemutex v1.3.0 // indirect
+	github.com/containernetworking/plugins v1.9.1 // indirect
 	github.com/drone/envsubst/v2 v2.0.0-20210730161058-179042472c46 // indirect
 	github.com/pelletier/go-toml/v2 v2.4.3 // indirect
 	gopkg.in/go-jose/go-jose.v2 v2.6.3 // indirect
