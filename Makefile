@@ -90,8 +90,9 @@ fuzz: ## Run the fuzz tests for longer (FUZZ_TIME, default 2m each)
 ##@ Verification
 
 .PHONY: lint
-lint: ## Run golangci-lint
+lint: ## Run golangci-lint (node-components also as windows/amd64, for its Windows-only files)
 	@for m in $(MODULES); do (set -x; cd $$m && $(GOLANGCI_LINT) run ./...) || exit 1; done
+	cd node-components && GOOS=windows GOARCH=amd64 "$$($(GO) tool -modfile=$(TOOLS_MOD) -n golangci-lint)" run ./...
 
 .PHONY: verify
 verify: ## Check formatting, vet, lint, generated files and go.mod tidiness

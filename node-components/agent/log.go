@@ -15,7 +15,7 @@ func (a *Agent) logf(format string, args ...any) {
 	a.logMu.Lock()
 	defer a.logMu.Unlock()
 	if a.Log != nil {
-		fmt.Fprint(a.Log, line) //nolint:errcheck // best effort
+		_, _ = fmt.Fprint(a.Log, line) // best effort
 	}
 	appendFile(a.Host.FS(), layout.AgentLog, line)
 }

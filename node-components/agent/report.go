@@ -28,6 +28,7 @@ type Progress struct {
 // ProgressState is the join's overall state.
 type ProgressState string
 
+// The join's states.
 const (
 	ProgressRunning ProgressState = "Running"
 	ProgressFailed  ProgressState = "Failed"

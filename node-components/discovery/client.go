@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,9 +96,4 @@ func certificateRejected(err error) bool {
 	var hostname x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid)
-}
-
-// transient reports whether an HTTP status is worth retrying.
-func transient(code int) bool {
-	return code == 0 || code == http.StatusTooManyRequests || code >= 500
 }

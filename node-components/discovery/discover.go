@@ -288,7 +288,9 @@ func (d *discoverer) poll(ctx context.Context, step string, attempt func(context
 // time waited, or the caller's ending of the context.
 func (d *discoverer) gaveUp(last *Error) error {
 	if err := d.parent.Err(); err != nil {
-		return fmt.Errorf("discovery through %s stopped: %w (last failure: %v)", d.endpoint, context.Cause(d.parent), last)
+		// The last failure is named, not wrapped: a discovery the caller
+		// stopped has no Reason.
+		return fmt.Errorf("discovery through %s stopped: %w (last failure: %s)", d.endpoint, context.Cause(d.parent), last.Error())
 	}
 	return &Error{
 		Reason:  last.Reason,

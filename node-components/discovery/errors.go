@@ -10,34 +10,34 @@ import (
 type Reason string
 
 const (
-	// ReasonInvalidJoin: the join configuration itself is unusable (a token
+	// ReasonInvalidJoin means the join configuration itself is unusable (a token
 	// or CA hash of the wrong form, no CA hash, a bad endpoint).
 	ReasonInvalidJoin Reason = "InvalidJoin"
-	// ReasonUnreachable: the API server did not answer, or answered with a
+	// ReasonUnreachable means the API server did not answer, or answered with a
 	// server error, until the timeout. Transient.
 	ReasonUnreachable Reason = "Unreachable"
-	// ReasonNoClusterInfo: kube-public/cluster-info is missing or anonymous
+	// ReasonNoClusterInfo means kube-public/cluster-info is missing or anonymous
 	// users may not read it (the control plane may still be initialising).
 	ReasonNoClusterInfo Reason = "NoClusterInfo"
-	// ReasonNoSignature: cluster-info carries no signature for the token ID:
+	// ReasonNoSignature means cluster-info carries no signature for the token ID:
 	// the token is unknown, has expired, or is not signed yet.
 	ReasonNoSignature Reason = "NoSignature"
-	// ReasonBadSignature: the signature for the token ID does not verify
+	// ReasonBadSignature means the signature for the token ID does not verify
 	// with the token's secret: a wrong secret, or cluster-info was altered.
 	ReasonBadSignature Reason = "BadSignature"
-	// ReasonBadClusterInfo: the signed kubeconfig in cluster-info is
+	// ReasonBadClusterInfo means the signed kubeconfig in cluster-info is
 	// malformed, or it changed between the unverified and the verified read.
 	ReasonBadClusterInfo Reason = "BadClusterInfo"
-	// ReasonCAMismatch: no CA in cluster-info has a pinned public key hash.
+	// ReasonCAMismatch means no CA in cluster-info has a pinned public key hash.
 	ReasonCAMismatch Reason = "CAMismatch"
-	// ReasonUntrustedServer: the API server's certificate does not verify
+	// ReasonUntrustedServer means the API server's certificate does not verify
 	// against the pinned CA (or is not valid for the endpoint's name).
 	ReasonUntrustedServer Reason = "UntrustedServer"
-	// ReasonTokenRejected: the API server refused the bootstrap token
+	// ReasonTokenRejected means the API server refused the bootstrap token
 	// (401: expired or deleted) or its permissions (403) when reading
 	// kube-system/kubelet-config.
 	ReasonTokenRejected Reason = "TokenRejected"
-	// ReasonNoKubeletConfig: kube-system/kubelet-config or its "kubelet"
+	// ReasonNoKubeletConfig means kube-system/kubelet-config or its "kubelet"
 	// key is missing.
 	ReasonNoKubeletConfig Reason = "NoKubeletConfig"
 )

@@ -52,7 +52,7 @@ func WaitForNode(ctx context.Context, kubeconfig []byte, nodeName string, interv
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("waiting for Node %s: %w (last attempt: %v)", nodeName, context.Cause(ctx), err)
+			return fmt.Errorf("waiting for Node %s: %w (last attempt: %w)", nodeName, context.Cause(ctx), err)
 		case <-t.C:
 		}
 	}

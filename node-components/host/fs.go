@@ -57,7 +57,7 @@ func (d DirFS) OSPath(p string) (string, error) {
 	}
 	for _, part := range strings.Split(p[3:], `\`) {
 		if part == ".." {
-			return "", fmt.Errorf("%q contains ..", p)
+			return "", fmt.Errorf("%q contains a .. element", p)
 		}
 	}
 	if d.Root == "" {
@@ -67,6 +67,7 @@ func (d DirFS) OSPath(p string) (string, error) {
 	return filepath.Join(append([]string{d.Root, strings.ToUpper(m[1])}, rest...)...), nil
 }
 
+// ReadFile reads a file.
 func (d DirFS) ReadFile(p string) ([]byte, error) {
 	op, err := d.OSPath(p)
 	if err != nil {
@@ -75,6 +76,7 @@ func (d DirFS) ReadFile(p string) ([]byte, error) {
 	return os.ReadFile(op)
 }
 
+// WriteFile writes a file atomically; a private file gets mode 0600 and, with Protect, an ACL for SYSTEM and Administrators.
 func (d DirFS) WriteFile(p string, data []byte, private bool) error {
 	op, err := d.OSPath(p)
 	if err != nil {
@@ -120,6 +122,7 @@ func (d DirFS) WriteFile(p string, data []byte, private bool) error {
 	return os.Rename(tmp.Name(), op)
 }
 
+// Remove removes a file or an empty directory.
 func (d DirFS) Remove(p string) error {
 	op, err := d.OSPath(p)
 	if err != nil {
@@ -131,6 +134,7 @@ func (d DirFS) Remove(p string) error {
 	return nil
 }
 
+// RemoveAll removes a tree.
 func (d DirFS) RemoveAll(p string) error {
 	op, err := d.OSPath(p)
 	if err != nil {
@@ -139,6 +143,7 @@ func (d DirFS) RemoveAll(p string) error {
 	return os.RemoveAll(op)
 }
 
+// MkdirAll creates a directory and its parents.
 func (d DirFS) MkdirAll(p string) error {
 	op, err := d.OSPath(p)
 	if err != nil {
@@ -147,6 +152,7 @@ func (d DirFS) MkdirAll(p string) error {
 	return os.MkdirAll(op, 0o755)
 }
 
+// Exists reports whether a file or directory exists.
 func (d DirFS) Exists(p string) (bool, error) {
 	op, err := d.OSPath(p)
 	if err != nil {
@@ -159,6 +165,7 @@ func (d DirFS) Exists(p string) (bool, error) {
 	return err == nil, err
 }
 
+// ReadDir lists a directory by name.
 func (d DirFS) ReadDir(p string) ([]string, error) {
 	op, err := d.OSPath(p)
 	if err != nil {
@@ -178,6 +185,7 @@ func (d DirFS) ReadDir(p string) ([]string, error) {
 	return names, nil
 }
 
+// Size returns a file's size.
 func (d DirFS) Size(p string) (int64, error) {
 	op, err := d.OSPath(p)
 	if err != nil {

@@ -53,6 +53,7 @@ type Interface struct {
 // StartType is when the service manager starts a service.
 type StartType string
 
+// The start types capwin uses.
 const (
 	StartAutomatic StartType = "Automatic"
 	StartManual    StartType = "Manual"
@@ -84,6 +85,7 @@ type ServiceSpec struct {
 // ServiceState is a service's run state.
 type ServiceState string
 
+// The states a service passes through.
 const (
 	ServiceStopped  ServiceState = "Stopped"
 	ServiceStarting ServiceState = "StartPending"
@@ -111,6 +113,7 @@ type Services interface {
 // NetworkType is an HNS network type.
 type NetworkType string
 
+// The HNS network types the pod networks use.
 const (
 	Overlay  NetworkType = "Overlay"
 	L2Bridge NetworkType = "L2Bridge"

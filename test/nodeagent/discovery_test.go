@@ -44,7 +44,7 @@ func runTests(m *testing.M) int {
 		println(err.Error())
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer os.RemoveAll(dir) //nolint:errcheck // a temporary directory
 	start := time.Now()
 	if cluster, err = StartKubeadmCluster(context.Background(), KubeadmOptions{Dir: dir}); err != nil {
 		println("starting the kubeadm cluster:", err.Error())

@@ -11,7 +11,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -305,12 +304,10 @@ func assertSecretNotOnDisk(t *testing.T, root, secret string) {
 		if err != nil || fi.IsDir() {
 			return err
 		}
-		f, err := os.Open(p)
+		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		data, _ := io.ReadAll(f)
 		if strings.Contains(string(data), secret) {
 			t.Errorf("the token's secret is still in %s", p)
 		}

@@ -196,8 +196,11 @@ func StartKubeadmCluster(ctx context.Context, opts KubeadmOptions) (*KubeadmClus
 
 func newKubeadmCluster(ctx context.Context, env *envtest.Environment, kubeletConfig string) (*KubeadmCluster, error) {
 	u, err := url.Parse(env.Config.Host)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("envtest's API server URL %q: %v", env.Config.Host, err)
+	if err != nil {
+		return nil, fmt.Errorf("envtest's API server URL %q: %w", env.Config.Host, err)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("envtest's API server URL %q has no host", env.Config.Host)
 	}
 	hash, err := caHash(env.Config.CAData)
 	if err != nil {
@@ -468,7 +471,7 @@ func (c *KubeadmCluster) AuditEvents(offset int64) ([]AuditEvent, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read only
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return nil, err
 	}

@@ -23,8 +23,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, newHost))
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, newHost)
+	stop()
+	os.Exit(code)
 }
 
 const usage = `usage: capwin-node COMMAND [flags]

@@ -92,13 +92,13 @@ func TestStatusAndCollectLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer zr.Close()
+	defer zr.Close() //nolint:errcheck // read only
 	names := map[string]bool{}
 	for _, f := range zr.File {
 		names[f.Name] = true
 		rc, _ := f.Open()
 		data, _ := io.ReadAll(rc)
-		rc.Close()
+		_ = rc.Close()
 		if strings.Contains(string(data), strings.Split(token, ".")[1]) {
 			t.Errorf("%s in the zip holds the bootstrap token", f.Name)
 		}

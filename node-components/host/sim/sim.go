@@ -96,12 +96,23 @@ func New(o Options) *Host {
 // Root is the directory standing for the machine's disks.
 func (h *Host) Root() string { return h.fs.Root }
 
-func (h *Host) Facts() host.Facts             { return facts{h} }
-func (h *Host) Services() host.Services       { return services{h} }
-func (h *Host) HNS() host.HNS                 { return hns{h} }
+// Facts is what the simulated machine reports about itself.
+func (h *Host) Facts() host.Facts { return facts{h} }
+
+// Services is the simulated service manager.
+func (h *Host) Services() host.Services { return services{h} }
+
+// HNS is the simulated Host Networking Service.
+func (h *Host) HNS() host.HNS { return hns{h} }
+
+// Environment is the machine environment.
 func (h *Host) Environment() host.Environment { return environment{h} }
-func (h *Host) FS() host.FS                   { return h.fs }
-func (h *Host) Shell() host.Shell             { return shell{h} }
+
+// FS is the machine's disks, in the directory Root.
+func (h *Host) FS() host.FS { return h.fs }
+
+// Shell is PowerShell, as SetShell says it behaves.
+func (h *Host) Shell() host.Shell { return shell{h} }
 
 // OnStart sets what the named service's process does when it starts.
 func (h *Host) OnStart(service string, b Behaviour) {
