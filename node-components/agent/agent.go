@@ -54,6 +54,10 @@ type Agent struct {
 	Log io.Writer
 	// Reporters receive the join's progress after every phase change.
 	Reporters []Reporter
+	// ClusterProgress, when set, makes a reporter to the cluster from the
+	// kubelet's bootstrap kubeconfig once discovery wrote it; the join then
+	// also reports there, until it completes (ReportToCluster).
+	ClusterProgress func(bootstrapKubeconfig []byte, nodeName string) (Reporter, error)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// NodeTimeout bounds each wait for the kubelet: its TLS bootstrap and

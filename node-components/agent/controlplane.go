@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/capwin/capwin/node-components/discovery"
@@ -28,6 +29,31 @@ func (k KubeadmControlPlane) Discover(ctx context.Context, join nodeconfig.Join)
 		return nil, err
 	}
 	return &Discovered{Server: r.Server, CACert: r.CACert, KubeletConfig: r.KubeletConfig}, nil
+}
+
+// ReportToCluster is the Agent's ClusterProgress for a kubeadm cluster: the
+// progress goes to the node's ConfigMap in discovery.ProgressNamespace,
+// written with the bootstrap token over the pinned CA.
+func ReportToCluster(bootstrapKubeconfig []byte, nodeName string) (Reporter, error) {
+	w, err := discovery.NewProgressWriter(bootstrapKubeconfig, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	return clusterReporter{w}, nil
+}
+
+type clusterReporter struct{ w *discovery.ProgressWriter }
+
+func (clusterReporter) Name() string {
+	return "the cluster (ConfigMap " + discovery.ProgressNamespace + ")"
+}
+
+func (c clusterReporter) Report(ctx context.Context, p Progress) error {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return c.w.Write(ctx, data)
 }
 
 // WaitForNode polls for the Node every 2 seconds.

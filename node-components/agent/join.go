@@ -70,6 +70,8 @@ type join struct {
 	// waited accumulates the current phase's time spent waiting outside
 	// the host.
 	waited time.Duration
+	// cluster reports to the cluster once discovery made it possible.
+	cluster Reporter
 }
 
 // Join runs the join with the configuration in configPath (normally
@@ -122,7 +124,7 @@ func (j *join) runPhase(ctx context.Context, p joinPhase) error {
 	start := j.now()
 	j.waited = 0
 	j.logf("Phase %s: started", p.name)
-	j.report(ctx, j.progress(p.name, ProgressRunning, "", false))
+	j.reportAll(ctx, j.progress(p.name, ProgressRunning, "", false))
 	msg, err := p.run(j, ctx)
 	if err == nil && j.afterPhase != nil {
 		err = j.afterPhase(p.name)
@@ -130,7 +132,7 @@ func (j *join) runPhase(ctx context.Context, p joinPhase) error {
 	if err != nil {
 		pe := &PhaseError{Phase: p.name, Err: err, Retryable: isRetryable(err)}
 		j.logf("Phase %s: failed after %s: %v", p.name, j.now().Sub(start).Round(time.Millisecond), err)
-		j.report(ctx, j.progress(p.name, ProgressFailed, err.Error(), pe.Retryable))
+		j.reportAll(ctx, j.progress(p.name, ProgressFailed, err.Error(), pe.Retryable))
 		return pe
 	}
 	end := j.now()
@@ -151,9 +153,39 @@ func (j *join) runPhase(ctx context.Context, p joinPhase) error {
 	if p.name == PhaseComplete {
 		st = ProgressJoined
 	}
-	j.report(ctx, j.progress(p.name, st, msg, false))
+	j.reportAll(ctx, j.progress(p.name, st, msg, false))
 	return nil
 }
+
+// reportAll reports on the node and, once discovery has proved the control
+// plane and written the bootstrap kubeconfig, to the cluster. The reporter
+// keeps the token in memory, so the final report still goes out after the
+// complete phase removed it from disk.
+func (j *join) reportAll(ctx context.Context, p Progress) {
+	j.report(ctx, p)
+	if j.ClusterProgress == nil {
+		return
+	}
+	if j.cluster == nil {
+		kc, err := j.Host.FS().ReadFile(layout.BootstrapKubeconfig)
+		if err != nil {
+			return // not discovered yet, or joined
+		}
+		if j.cluster, err = j.ClusterProgress(kc, j.cfg.NodeName); err != nil {
+			j.logf("Reporting progress to the cluster is not possible: %v", err)
+			return
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, reportTimeout)
+	defer cancel()
+	if err := j.cluster.Report(rctx, p); err != nil {
+		j.logf("Reporting progress through %s failed: %v", j.cluster.Name(), err)
+	}
+}
+
+// reportTimeout bounds one report to the cluster: reporting never holds up
+// the join for long.
+const reportTimeout = 5 * time.Second
 
 func (j *join) progress(phase string, st ProgressState, msg string, retry bool) Progress {
 	return Progress{NodeName: j.cfg.NodeName, Phase: phase, State: st, Message: msg, Retryable: retry, Time: j.now(), Phases: append([]PhaseRecord(nil), j.state.Phases...)}

@@ -315,11 +315,12 @@ func NewToken() Token {
 }
 
 // CreateToken stores a new join token as kubeadm token create does, valid
-// for ttl (already expired when ttl is negative), and signs cluster-info
+// for ttl (already expired when ttl is negative), with extraGroups besides
+// kubeadm's node group, and signs cluster-info
 // for it as the bootstrap signer does. The signer skips expired tokens, but
 // the signature of a token that expired after it was signed stays until
 // the signer runs again; CreateToken signs regardless, which is that case.
-func (c *KubeadmCluster) CreateToken(ctx context.Context, ttl time.Duration) (Token, error) {
+func (c *KubeadmCluster) CreateToken(ctx context.Context, ttl time.Duration, extraGroups ...string) (Token, error) {
 	t := NewToken()
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: bootstraputil.BootstrapTokenSecretName(t.ID), Namespace: metav1.NamespaceSystem},
@@ -330,7 +331,7 @@ func (c *KubeadmCluster) CreateToken(ctx context.Context, ttl time.Duration) (To
 			bootstrapapi.BootstrapTokenExpirationKey:       []byte(time.Now().Add(ttl).UTC().Format(time.RFC3339)),
 			bootstrapapi.BootstrapTokenUsageAuthentication: []byte("true"),
 			bootstrapapi.BootstrapTokenUsageSigningKey:     []byte("true"),
-			bootstrapapi.BootstrapTokenExtraGroupsKey:      []byte(NodeBootstrapTokenGroup),
+			bootstrapapi.BootstrapTokenExtraGroupsKey:      []byte(strings.Join(append([]string{NodeBootstrapTokenGroup}, extraGroups...), ",")),
 			bootstrapapi.BootstrapTokenDescriptionKey:      []byte("capwin test join token"),
 		},
 	}

@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "capwin-node %s: %v\n", cmd, err)
 		return agent.ExitFailed
 	}
-	a := &agent.Agent{Host: h, Log: stderr, NodeTimeout: *timeout, ControlPlane: agent.KubeadmControlPlane{}}
+	a := &agent.Agent{Host: h, Log: stderr, NodeTimeout: *timeout, ControlPlane: agent.KubeadmControlPlane{}, ClusterProgress: agent.ReportToCluster}
 	switch cmd {
 	case "join":
 		err = a.Join(ctx, *config)
