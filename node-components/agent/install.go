@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"context"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -35,6 +36,11 @@ type InstallOptions struct {
 // actions. join enables and starts them. It runs at image bake time; a
 // second run changes only what differs.
 func (a *Agent) Install(ctx context.Context, o InstallOptions) error {
+	unlock, err := a.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	facts := a.Host.Facts()
 	features := []string{host.FeatureContainers}
 	if o.HyperV {
@@ -91,9 +97,19 @@ func (a *Agent) Install(ctx context.Context, o InstallOptions) error {
 			return err
 		}
 	}
-	a.logf("Installed the node bundle for Kubernetes %s: %d files (%d copied, all verified), %d services registered disabled", m.KubernetesVersion, len(m.Files), copied, len(InstalledServices()))
+	if _, err := a.Host.Shell().Run(ctx, FirewallScript); err != nil {
+		return fmt.Errorf("adding the firewall rules for the kubelet (TCP 10250) and kube-proxy's health check (TCP 10256): %w", err)
+	}
+	a.logf("Installed the node bundle for Kubernetes %s: %d files (%d copied, all verified), %d services registered disabled, firewall rules for TCP 10250 and 10256", m.KubernetesVersion, len(m.Files), copied, len(InstalledServices()))
 	return nil
 }
+
+// FirewallScript opens the kubelet's port (the API server's logs, exec and
+// port-forward, metrics) and kube-proxy's health port inbound; it leaves
+// rules that exist alone.
+//
+//go:embed firewall.ps1
+var FirewallScript string
 
 // InstalledServices are the services as install registers them: their
 // program, dependencies and recovery actions, disabled and without the

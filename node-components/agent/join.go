@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/layout"
 	"github.com/capwin/capwin/node-components/nodeconfig"
 )
@@ -78,12 +79,22 @@ type join struct {
 // layout.NodeConfig). It continues after the phases an earlier run
 // finished; a node that joined already returns at once.
 func (a *Agent) Join(ctx context.Context, configPath string) error {
+	unlock, err := a.lock()
+	if err != nil {
+		return &PhaseError{Phase: PhasePreflight, Err: err, Retryable: true}
+	}
+	defer unlock()
 	fsys := a.Host.FS()
 	state, err := LoadState(fsys)
 	if err != nil {
 		return &PhaseError{Phase: PhasePreflight, Err: err}
 	}
 	if state.Joined != nil {
+		// The stub may have run again and written the configuration, token
+		// and all: it must not stay on disk.
+		if err := removeToken(fsys, configPath); err != nil {
+			return &PhaseError{Phase: PhaseComplete, Err: err}
+		}
 		a.logf("The node joined at %s; nothing to do (capwin-node reset undoes a join)", state.Joined.Format(time.RFC3339))
 		return nil
 	}
@@ -247,6 +258,30 @@ func (a *Agent) finishedBeforeRecorded(ctx context.Context, data []byte, state *
 	a.logf("The join had finished before the agent stopped; recorded it")
 	a.report(ctx, Progress{NodeName: cfg.NodeName, Phase: PhaseComplete, State: ProgressJoined, Time: now, Phases: state.Phases})
 	return true, nil
+}
+
+// removeToken deletes the bootstrap kubeconfig and the token in the node
+// configuration; what is gone already is fine.
+func removeToken(fsys host.FS, configPath string) error {
+	if err := fsys.Remove(layout.BootstrapKubeconfig); err != nil {
+		return fmt.Errorf("removing %s: %w", layout.BootstrapKubeconfig, err)
+	}
+	data, err := fsys.ReadFile(configPath)
+	if err != nil {
+		return nil // nothing to scrub
+	}
+	cfg, err := nodeconfig.Decode(bytes.NewReader(data))
+	if err != nil || cfg.Join.Token == "" {
+		return nil
+	}
+	scrubbed, err := scrubToken(data)
+	if err == nil {
+		err = fsys.WriteFile(configPath, scrubbed, true)
+	}
+	if err != nil {
+		return fmt.Errorf("removing the token from %s: %w", configPath, err)
+	}
+	return nil
 }
 
 // scrubToken rewrites the node configuration without its bootstrap token.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -159,14 +160,7 @@ func TestJoinResumesAfterEveryPhase(t *testing.T) {
 				if err := n.join(); err != nil {
 					t.Fatalf("resumed run: %v\n%s", err, n.log.String())
 				}
-				want, got := want, snapshot(t, n)
-				if reboot {
-					// HNS forgets its networks on a reboot: flannel makes its
-					// own again when it starts, and the agent remakes External
-					// only if the kubelet has yet to start.
-					want, got = withoutExternal(want), withoutExternal(got)
-				}
-				if diff := cmp.Diff(want, got); diff != "" {
+				if diff := cmp.Diff(want, snapshot(t, n)); diff != "" {
 					t.Errorf("end state differs from an uninterrupted join (-want +got):\n%s", diff)
 				}
 				assertNoToken(t, n)
@@ -197,8 +191,10 @@ func snapshot(t *testing.T, n *node) nodeState {
 		}
 	}
 	nets, _ := n.host.HNS().Networks(ctx)
+	nonPersistent := map[string]bool{}
 	for _, nw := range nets {
 		s.Networks = append(s.Networks, nw.Name+" "+string(nw.Type)+" "+nw.AddressPrefix)
+		nonPersistent["create-network "+nw.Name] = nw.NonPersistent
 	}
 	eps, _ := n.host.HNS().Endpoints(ctx)
 	s.Endpoints = len(eps)
@@ -209,7 +205,7 @@ func snapshot(t *testing.T, n *node) nodeState {
 		}
 		rel, _ := filepath.Rel(root, p)
 		switch filepath.Base(rel) {
-		case "agent.log", "status.json", "join-state.json", "lock":
+		case "agent.log", "commands.log", "status.json", "join-state.json", "lock":
 			return nil // times, and host-local's lock file
 		}
 		data, _ := os.ReadFile(p)
@@ -220,9 +216,9 @@ func snapshot(t *testing.T, n *node) nodeState {
 	s.Commands = n.shellScripts()
 	for _, e := range n.host.Events() {
 		if e == "reboot" {
-			// Networks made before a reboot are gone with it.
+			// Non-persistent networks made before a reboot are gone with it.
 			for k := range s.Created {
-				if strings.HasPrefix(k, "create-network") {
+				if nonPersistent[k] {
 					delete(s.Created, k)
 				}
 			}
@@ -231,18 +227,6 @@ func snapshot(t *testing.T, n *node) nodeState {
 			s.Created[e]++
 		}
 	}
-	return s
-}
-
-func withoutExternal(s nodeState) nodeState {
-	s.Networks = slices.DeleteFunc(slices.Clone(s.Networks), func(n string) bool { return strings.HasPrefix(n, layout.ExternalNetwork+" ") })
-	created := map[string]int{}
-	for k, v := range s.Created {
-		if k != "create-network "+layout.ExternalNetwork {
-			created[k] = v
-		}
-	}
-	s.Created = created
 	return s
 }
 
@@ -311,6 +295,12 @@ func TestDiscoveryFailureIsRetryable(t *testing.T) {
 	}
 }
 
+// exitCode is an error with an exit code, as os/exec's.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+func (e exitCode) ExitCode() int { return int(e) }
+
 func TestCommandsRunOnce(t *testing.T) {
 	n := newNode(t, func(c *nodeconfig.Config) { c.PreJoinCommands = []string{"a", "b", "c"} })
 	failB := true
@@ -319,7 +309,8 @@ func TestCommandsRunOnce(t *testing.T) {
 		defer n.mu.Unlock()
 		n.shell = append(n.shell, script)
 		if script == "b" && failB {
-			return []byte("token=" + testToken), errors.New("exit code 1\nsecret output " + testToken)
+			// As host/windows reports it: the output's tail in the message.
+			return []byte("token=" + testToken), fmt.Errorf("PowerShell script failed with exit code 1; its output ends with: token=%s: %w", testToken, exitCode(1))
 		}
 		return nil, nil
 	})
@@ -327,8 +318,16 @@ func TestCommandsRunOnce(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "preJoinCommands[1] failed: exit code 1") {
 		t.Fatalf("got %v", err)
 	}
-	if strings.Contains(err.Error(), testToken) {
-		t.Errorf("a command's output reached the error: %v", err)
+	secret := strings.Split(testToken, ".")[1]
+	status, _ := n.host.FS().ReadFile(layout.Status)
+	agentLog, _ := n.host.FS().ReadFile(layout.AgentLog)
+	for what, text := range map[string]string{"the error": err.Error(), "status.json": string(status), "agent.log": string(agentLog), "the log": n.log.String()} {
+		if strings.Contains(text, secret) {
+			t.Errorf("a command's output reached %s", what)
+		}
+	}
+	if commands, _ := n.host.FS().ReadFile(layout.CommandsLog); !strings.Contains(string(commands), "token="+testToken) {
+		t.Errorf("the output is not in %s for a person on the node", layout.CommandsLog)
 	}
 	failB = false
 	if err := n.join(); err != nil {
@@ -417,9 +416,21 @@ func TestServicesRestartAfterACrash(t *testing.T) {
 }
 
 func TestResetThenJoinAgain(t *testing.T) {
-	n := newNode(t)
+	n := newNode(t, func(c *nodeconfig.Config) {
+		c.Proxy = &nodeconfig.Proxy{HTTPSProxy: "http://proxy:3128"}
+		c.Containerd.RegistryMirrors = []nodeconfig.RegistryMirror{{Registry: "docker.io", Endpoints: []string{"https://mirror.example.com"}}}
+	})
 	if err := n.join(); err != nil {
 		t.Fatal(err)
+	}
+	// A pod's endpoint on flannel's network, as win-overlay makes one.
+	nets, _ := n.host.HNS().Networks(context.Background())
+	for _, nw := range nets {
+		if nw.Name == "vxlan0" {
+			if _, err := n.host.CreateEndpoint(host.Endpoint{Name: "pod", NetworkID: nw.ID, IPAddress: "10.244.1.9"}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	// A stale source VIP file of the kind flannel's scripts left.
 	if err := n.host.FS().WriteFile(`C:\k\sourceVip.json`, []byte(`{"ip":"10.244.9.2"}`), false); err != nil {
@@ -438,7 +449,13 @@ func TestResetThenJoinAgain(t *testing.T) {
 	if nets, _ := n.host.HNS().Networks(ctx); len(nets) != 0 {
 		t.Errorf("HNS networks after reset: %+v", nets)
 	}
-	for _, p := range []string{layout.KubeletKubeconfig, layout.SuccessSentinel, layout.JoinState, `C:\k\sourceVip.json`, layout.CNIDataDir} {
+	if eps, _ := n.host.HNS().Endpoints(ctx); len(eps) != 0 {
+		t.Errorf("HNS endpoints after reset: %+v", eps)
+	}
+	if _, ok, _ := n.host.Environment().Get(ctx, "HTTPS_PROXY"); ok {
+		t.Errorf("the proxy the join set is still in the machine environment")
+	}
+	for _, p := range []string{layout.KubeletKubeconfig, layout.KubeletConfig, layout.SuccessSentinel, layout.JoinState, `C:\k\sourceVip.json`, layout.CNIDataDir, layout.ContainerdCertsDir} {
 		if ok, _ := n.host.FS().Exists(p); ok {
 			t.Errorf("%s is still there after reset", p)
 		}
@@ -447,7 +464,7 @@ func TestResetThenJoinAgain(t *testing.T) {
 	if err := n.join(); err != nil {
 		t.Fatalf("join after reset: %v\n%s", err, n.log.String())
 	}
-	nets, _ := n.host.HNS().Networks(ctx)
+	nets, _ = n.host.HNS().Networks(ctx)
 	if len(nets) != 2 {
 		t.Errorf("want External and vxlan0 once each, got %+v", nets)
 	}
@@ -485,5 +502,56 @@ func TestCSIProxyStartsBeforeTheKubelet(t *testing.T) {
 	spec, _, _ := n.host.Services().Get(context.Background(), layout.ServiceKubelet)
 	if !slices.Contains(spec.Dependencies, layout.ServiceCSIProxy) {
 		t.Errorf("the kubelet does not depend on csi-proxy: %v", spec.Dependencies)
+	}
+}
+
+func TestOneCommandAtATime(t *testing.T) {
+	n := newNode(t)
+	unlock, err := n.agent().lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = n.join()
+	if !errors.Is(err, errBusy) || ExitCode(err) != ExitRetry {
+		t.Errorf("a join while another runs: %v (exit %d)", err, ExitCode(err))
+	}
+	if err := n.agent().Reset(context.Background()); !errors.Is(err, errBusy) {
+		t.Errorf("a reset while a join runs: %v", err)
+	}
+	unlock()
+	if err := n.join(); err != nil {
+		t.Errorf("join after the other ended: %v", err)
+	}
+}
+
+// TestKubeletPhaseRemakesTheExternalNetwork: the External network went
+// missing after the hns-network phase (deleted by hand, or not kept by
+// HNS); the kubelet phase makes it again before the kubelet starts.
+func TestKubeletPhaseRemakesTheExternalNetwork(t *testing.T) {
+	n := newNode(t)
+	a := n.agent()
+	a.afterPhase = func(p string) error {
+		if p == PhaseDiscovery {
+			return errKilled
+		}
+		return nil
+	}
+	if err := a.Join(context.Background(), layout.NodeConfig); !errors.Is(err, errKilled) {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	nets, _ := n.host.HNS().Networks(ctx)
+	for _, nw := range nets {
+		if err := n.host.HNS().DeleteNetwork(ctx, nw.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mark := len(n.host.Events())
+	if err := n.join(); err != nil {
+		t.Fatal(err)
+	}
+	ev := n.host.Events()[mark:]
+	if i, j := slices.Index(ev, "create-network External"), slices.Index(ev, "start kubelet"); i < 0 || j < i {
+		t.Errorf("External must be made again before the kubelet starts: %q", ev)
 	}
 }

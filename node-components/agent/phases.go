@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/capwin/capwin/node-components/bundle"
 	"github.com/capwin/capwin/node-components/host"
@@ -54,6 +55,9 @@ func (j *join) preflight(ctx context.Context) (string, error) {
 	if err := bundle.CheckInstalled(j.Host.FS(), m, bundle.Needed(j.cfg)); err != nil {
 		return "", err
 	}
+	if err := bundle.CheckVersions(m); err != nil {
+		return "", err
+	}
 	iface, err := facts.PrimaryInterface(ctx)
 	if err != nil {
 		return "", fmt.Errorf("finding the primary network adapter: %w", err)
@@ -93,6 +97,9 @@ func (j *join) environment(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("setting the machine environment variable %s: %w", kv[0], err)
 		}
 		set = append(set, kv[0])
+		if !slices.Contains(j.state.Environment, kv[0]) {
+			j.state.Environment = append(j.state.Environment, kv[0])
+		}
 	}
 	// The values are never logged: a proxy URL may carry a password.
 	return "set " + strings.Join(set, ", "), nil
@@ -131,10 +138,11 @@ func (j *join) commands(ctx context.Context, field string, cmds []string) (strin
 			continue
 		}
 		out, err := j.Host.Shell().Run(ctx, c)
-		// The output stays on the node: it may hold anything.
-		appendFile(j.Host.FS(), layout.AgentLog, fmt.Sprintf("--- output of %s[%d] (%d bytes) ---\n%s\n--- end ---\n", field, i, len(out), out))
+		// The output, and the shell's error (which may quote it), stay in
+		// a log of their own on the node: they may hold anything.
+		appendFile(j.Host.FS(), layout.CommandsLog, fmt.Sprintf("--- %s %s[%d]: %d bytes, error: %v ---\n%s\n--- end ---\n", j.now().UTC().Format(time.RFC3339), field, i, len(out), err, out))
 		if err != nil {
-			return "", fmt.Errorf("%s[%d] failed: %w (its output is in %s)", field, i, redactShellError(err), layout.AgentLog)
+			return "", fmt.Errorf("%s[%d] failed: %s (its output is in %s on the node)", field, i, commandFailure(err), layout.CommandsLog)
 		}
 		j.state.Commands = append(j.state.Commands, id)
 		if err := saveState(j.Host.FS(), j.state); err != nil {
@@ -145,11 +153,17 @@ func (j *join) commands(ctx context.Context, field string, cmds []string) (strin
 	return fmt.Sprintf("%d of %d commands ran", ran, len(cmds)), nil
 }
 
-// redactShellError keeps the first line of a shell error: the exit code,
-// not the output a host may have appended.
-func redactShellError(err error) error {
-	msg, _, _ := strings.Cut(err.Error(), "\n")
-	return errors.New(msg)
+// commandFailure says how a command failed without the shell's message,
+// which may quote its output.
+func commandFailure(err error) string {
+	var exit interface{ ExitCode() int }
+	switch {
+	case errors.As(err, &exit):
+		return fmt.Sprintf("exit code %d", exit.ExitCode())
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return "stopped before it finished"
+	}
+	return "PowerShell did not run it"
 }
 
 func (j *join) pauseImage(ctx context.Context) (string, error) {
@@ -268,7 +282,6 @@ func (j *join) cni(ctx context.Context) (string, error) {
 			removed++
 		}
 	}
-	j.state.SourceVIP = ""
 	iface, err := j.Host.Facts().PrimaryInterface(ctx)
 	if err != nil {
 		return "", err
@@ -346,8 +359,8 @@ func (j *join) discovery(ctx context.Context) (string, error) {
 }
 
 func (j *join) kubelet(ctx context.Context) (string, error) {
-	// HNS forgets its networks on a reboot: the one the kubelet needs may
-	// be gone since the hns-network phase.
+	// A reboot may have removed the network since the hns-network phase
+	// (flannel's are non-persistent; the simulation drops them all).
 	if _, err := j.ensureExternalNetwork(ctx); err != nil {
 		return "", err
 	}
@@ -450,18 +463,11 @@ func (j *join) complete(context.Context) (string, error) {
 		return "", err
 	}
 	// The kubelet has its own certificate now; the token must not outlive
-	// the join on disk.
-	if err := fsys.Remove(layout.BootstrapKubeconfig); err != nil {
-		return "", fmt.Errorf("removing %s: %w", layout.BootstrapKubeconfig, err)
-	}
-	if data, err := fsys.ReadFile(j.configPath); err == nil {
-		scrubbed, err := scrubToken(data)
-		if err != nil {
-			return "", fmt.Errorf("removing the token from %s: %w", j.configPath, err)
-		}
-		if err := fsys.WriteFile(j.configPath, scrubbed, true); err != nil {
-			return "", fmt.Errorf("removing the token from %s: %w", j.configPath, err)
-		}
+	// the join on disk. (The sentinel comes first so that a restart between
+	// the two can tell the join finished; a failure here leaves the sentinel
+	// and a failed join, and the next run removes the token.)
+	if err := removeToken(fsys, j.configPath); err != nil {
+		return "", err
 	}
 	return "wrote " + layout.SuccessSentinel + "; bootstrap token removed from disk", nil
 }

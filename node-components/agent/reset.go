@@ -16,18 +16,24 @@ var resetNetworks = []string{layout.ExternalNetwork, layout.FlannelOverlayNetwor
 
 // resetPaths are the files and directories a join leaves.
 var resetPaths = []string{
-	layout.KubeletPKIDir, layout.KubeletKubeconfig, layout.BootstrapKubeconfig, layout.KubeletConfig,
+	layout.KubeletDir, layout.KubeletKubeconfig, layout.BootstrapKubeconfig, layout.ContainerdCertsDir,
 	layout.CACert, layout.CNIConfDir, layout.FlannelNetConf, layout.FlannelRunDir, layout.CNIDataDir,
 	layout.SourceVIP, layout.SuccessSentinel, layout.JoinState, layout.Status,
 }
 
 // Reset undoes a join so that the machine can join again: the services are
 // stopped and put back as install left them, the HNS networks and their
-// endpoints are removed, and the kubelet's certificates and state, the CNI
-// and source VIP records (flannel's stale SourceVip files among them) and
-// the join's state are deleted. The bundle, containerd's images and the
-// logs stay.
+// endpoints are removed, the proxy variables the join set are unset, and
+// the kubelet's directory (certificates and state), the registry hosts
+// files, the CNI and source VIP records (flannel's stale SourceVip files
+// among them) and the join's state are deleted. The bundle, containerd's
+// images, the configuration's files and the logs stay.
 func (a *Agent) Reset(ctx context.Context) error {
+	unlock, err := a.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	var errs []error
 	svcs := a.Host.Services()
 	// Dependents first: the service manager refuses to stop a service
@@ -50,6 +56,13 @@ func (a *Agent) Reset(ctx context.Context) error {
 	removed, err := a.removeNetworks(ctx)
 	if err != nil {
 		errs = append(errs, err)
+	}
+	if st, err := LoadState(a.Host.FS()); err == nil {
+		for _, name := range st.Environment {
+			if err := a.Host.Environment().Unset(ctx, name); err != nil {
+				errs = append(errs, fmt.Errorf("removing the machine environment variable %s: %w", name, err))
+			}
+		}
 	}
 	fsys := a.Host.FS()
 	for _, p := range append(resetPaths, layout.LegacySourceVIPFiles...) {

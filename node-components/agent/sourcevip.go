@@ -39,7 +39,6 @@ func (j *join) sourceVIP(ctx context.Context, nw host.Network) (string, error) {
 	if err := j.writeIfChanged(layout.SourceVIP, append(data, '\n'), false); err != nil {
 		return "", err
 	}
-	j.state.SourceVIP = vip
 	return vip, nil
 }
 

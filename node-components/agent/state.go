@@ -23,8 +23,9 @@ type State struct {
 	// Commands are the hashes of the pre- and post-join commands that
 	// finished, each with its list and position.
 	Commands []string `json:"commands,omitempty"`
-	// SourceVIP is the address reserved for kube-proxy, if any.
-	SourceVIP string `json:"sourceVIP,omitempty"`
+	// Environment are the machine environment variables the join set, for
+	// reset to remove.
+	Environment []string `json:"environment,omitempty"`
 	// Joined is set when the join finished; the token is gone by then.
 	Joined *time.Time `json:"joined,omitempty"`
 }

@@ -140,3 +140,27 @@ func CheckInstalled(fsys host.FS, m *Manifest, needed []string) error {
 	}
 	return nil
 }
+
+// minContainerd is the oldest containerd that reads the configuration
+// capwin renders: the CRI plugin's bin_dirs arrived in 2.1, and 2.0 would
+// silently look for CNI plugins elsewhere.
+var minContainerd = [2]int{2, 1}
+
+// CheckVersions refuses a bundle whose components are older than what the
+// rendered configuration needs. A file without a version (a hand-made
+// bundle) is not judged.
+func CheckVersions(m *Manifest) error {
+	for _, f := range m.Files {
+		if f.Name != "bin/containerd.exe" || f.Version == "" {
+			continue
+		}
+		var major, minor int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(f.Version, "v"), "%d.%d", &major, &minor); err != nil {
+			return fmt.Errorf("the bundle's containerd version %q does not parse", f.Version)
+		}
+		if major < minContainerd[0] || (major == minContainerd[0] && minor < minContainerd[1]) {
+			return fmt.Errorf("the bundle's containerd is %s; capwin's config.toml needs containerd %d.%d or later (the CRI plugin's bin_dirs)", f.Version, minContainerd[0], minContainerd[1])
+		}
+	}
+	return nil
+}

@@ -134,6 +134,9 @@ type Network struct {
 	VSID uint32 `json:"vsid,omitempty"`
 	// ManagementIP is the host's address on the adapter, as HNS reports it.
 	ManagementIP string `json:"managementIP,omitempty"`
+	// NonPersistent networks are gone after a reboot (flannel makes its own
+	// so, and makes them again when it starts); others stay.
+	NonPersistent bool `json:"nonPersistent,omitempty"`
 }
 
 // Endpoint is an HNS endpoint.

@@ -46,12 +46,15 @@ const (
 
 // Files.
 const (
-	Agent               = InstallDir + `\capwin-node.exe`
-	Manifest            = InstallDir + `\manifest.json`
-	NodeConfig          = StateDir + `\node-config.json`
-	JoinState           = StateDir + `\join-state.json`
-	Status              = StateDir + `\status.json`
-	AgentLog            = StateDir + `\agent.log`
+	Agent      = InstallDir + `\capwin-node.exe`
+	Manifest   = InstallDir + `\manifest.json`
+	NodeConfig = StateDir + `\node-config.json`
+	JoinState  = StateDir + `\join-state.json`
+	Status     = StateDir + `\status.json`
+	AgentLog   = StateDir + `\agent.log`
+	// CommandsLog holds the output of the pre- and post-join commands. It
+	// may hold anything, so collect-logs leaves it out.
+	CommandsLog         = StateDir + `\commands.log`
 	BootstrapLog        = StateDir + `\bootstrap.log`
 	CACert              = KubernetesDir + `\pki\ca.crt`
 	BootstrapKubeconfig = KubernetesDir + `\bootstrap-kubelet.conf`

@@ -305,11 +305,11 @@ func kubeletService(cfg *nodeconfig.Config, iface host.Interface, deps []string)
 // (pkg/trafficmngr/iptables/iptables_windows.go does nothing).
 //
 // Known limitation: flanneld runs with the kubelet's kubeconfig, because no
-// credential of its own is issued yet. The node authorizer's rules for
-// nodes (plugin/pkg/auth/authorizer/rbac/bootstrappolicy NodeRules: list
-// and watch nodes, patch nodes and nodes/status, NodeRestriction keeping a
-// node to its own object) look like what flannel's kube subnet manager
-// does, but that has not been tried against a cluster.
+// credential of its own is issued yet, and that cannot work: flannel's kube
+// subnet manager lists and watches every Node, and since Kubernetes 1.34
+// (AuthorizeNodeWithSelectors, locked on) the node authorizer lets a node
+// read only its own. On a real cluster flanneld gets no lease and the join
+// waits for its network in vain until issue 14 gives flanneld a credential.
 func flanneldService(cfg *nodeconfig.Config, iface host.Interface) host.ServiceSpec {
 	s := service(layout.ServiceFlanneld, "flanneld", "flannel pod network (capwin).", hosted(layout.ServiceFlanneld,
 		exe("flanneld.exe"),

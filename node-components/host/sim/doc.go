@@ -1,7 +1,7 @@
 // Package sim is an in-memory Windows host for tests and the simulation, in
 // the spirit of vcsim: it implements the host seam and enforces the rules of
 // the real machine that the agent depends on — the service manager's
-// dependencies, start order, disabled services and restart-on-failure, HNS
-// networks that vanish on reboot and an adapter that resets when its first
-// network is created, and the host's Windows build.
+// dependencies, start order, disabled services and restart-on-failure,
+// non-persistent HNS networks that vanish on reboot, an adapter that resets
+// when its first network is created, and the host's Windows build.
 package sim

@@ -43,7 +43,9 @@ func Flanneld(podSubnet string) Behaviour {
 		if err != nil || !network.Contains(subnet.Addr()) {
 			return fmt.Errorf("flanneld: the node's pod subnet %s is not in the cluster network %s", podSubnet, network)
 		}
-		nw := host.Network{Name: conf.Backend.Name, AdapterName: h.iface.Name, AddressPrefix: subnet.String(), Gateway: subnet.Addr().Next().String()}
+		// flanneld makes its network non-persistent (pkg/backend/vxlan
+		// device_windows.go): after a reboot it makes it again.
+		nw := host.Network{Name: conf.Backend.Name, AdapterName: h.iface.Name, AddressPrefix: subnet.String(), Gateway: subnet.Addr().Next().String(), NonPersistent: true}
 		switch strings.ToLower(conf.Backend.Type) {
 		case "vxlan":
 			if conf.Backend.VNI != 4096 || (conf.Backend.Port != 0 && conf.Backend.Port != 4789) {

@@ -272,9 +272,9 @@ func (h *Host) Crash(ctx context.Context, name string) (bool, error) {
 	return true, nil
 }
 
-// Reboot restarts the machine: every service stops, HNS networks and
-// endpoints are gone (HNS does not keep them across a reboot), and the
-// automatic services start again in dependency order.
+// Reboot restarts the machine: every service stops, the non-persistent HNS
+// networks (flannel's) and every endpoint are gone, and the automatic
+// services start again in dependency order.
 func (h *Host) Reboot(ctx context.Context) error {
 	h.mu.Lock()
 	var auto []string
@@ -284,7 +284,7 @@ func (h *Host) Reboot(ctx context.Context) error {
 			auto = append(auto, n)
 		}
 	}
-	h.networks = nil
+	h.networks = slices.DeleteFunc(h.networks, func(n host.Network) bool { return n.NonPersistent })
 	h.endpoints = nil
 	h.event("reboot")
 	h.mu.Unlock()

@@ -112,7 +112,7 @@ func TestHNSRules(t *testing.T) {
 	if _, err := h.CreateEndpoint(host.Endpoint{Name: "pod", NetworkID: "vxlan0", IPAddress: "10.244.1.5"}); !errors.Is(err, host.ErrNotExist) {
 		t.Errorf("a pod networked before its HNS network exists: %v", err)
 	}
-	nw, err := n.CreateNetwork(ctx, host.Network{Name: "vxlan0", Type: host.Overlay, VSID: 4096, AdapterName: "Ethernet0", AddressPrefix: "10.244.1.0/24", Gateway: "10.244.1.1"})
+	nw, err := n.CreateNetwork(ctx, host.Network{Name: "vxlan0", Type: host.Overlay, VSID: 4096, AdapterName: "Ethernet0", AddressPrefix: "10.244.1.0/24", Gateway: "10.244.1.1", NonPersistent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,8 +138,8 @@ func TestHNSRules(t *testing.T) {
 	if err := h.Reboot(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if nets, _ := n.Networks(ctx); len(nets) != 0 {
-		t.Errorf("HNS networks survived a reboot: %+v", nets)
+	if nets, _ := n.Networks(ctx); len(nets) != 1 || nets[0].Name != "other" {
+		t.Errorf("after a reboot want only the persistent network, got %+v", nets)
 	}
 }
 

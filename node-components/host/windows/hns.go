@@ -178,6 +178,9 @@ func networkToHCN(n host.Network) (*hcn.HostComputeNetwork, error) {
 		Ipams:         []hcn.Ipam{{Type: "Static", Subnets: []hcn.Subnet{subnet}}},
 		SchemaVersion: hcn.V2SchemaVersion(),
 	}
+	if n.NonPersistent {
+		network.Flags |= hcn.EnableNonPersistent
+	}
 	if n.AdapterName != "" {
 		network.Policies = append(network.Policies, hcn.NetworkPolicy{
 			Type:     hcn.NetAdapterName,
@@ -202,7 +205,7 @@ func mustJSON(v any) json.RawMessage {
 // policies. A policy it cannot parse is skipped: the network is still
 // listed.
 func networkFromHCN(h *hcn.HostComputeNetwork) host.Network {
-	n := host.Network{ID: h.Id, Name: h.Name, Type: host.NetworkType(h.Type)}
+	n := host.Network{ID: h.Id, Name: h.Name, Type: host.NetworkType(h.Type), NonPersistent: h.Flags&hcn.EnableNonPersistent != 0}
 	for _, p := range h.Policies {
 		switch p.Type {
 		case hcn.NetAdapterName:
