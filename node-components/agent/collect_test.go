@@ -21,6 +21,7 @@ func TestCollectLogsLeavesSecretsOut(t *testing.T) {
 		"the token":          strings.Split(testToken, ".")[1],
 		"the proxy password": "pr0xy-s3cret",
 		"a file's content":   "file-s3cret",
+		"a file's base64":    "ZmlsZS1zM2NyZXQ=",
 		"a command":          "command-s3cret",
 		"a command's output": "output-s3cret",
 	}
