@@ -34,7 +34,9 @@ if (-not (Test-Path -Path $Agent)) {
         Write-Log 'capwin-node.exe is missing and the configuration names no download'
         throw 'capwin-node.exe is not in the image and the configuration names no download'
     }
-    Write-Log ('downloading capwin-node from {0}' -f $config.agent.url)
+    # Logged without user info or query: a download URL may carry a signature.
+    $url = [Uri]$config.agent.url
+    Write-Log ('downloading capwin-node from {0}://{1}{2}' -f $url.Scheme, $url.Authority, $url.AbsolutePath)
     New-Item -ItemType Directory -Force -Path (Split-Path -Parent $Agent) | Out-Null
     [Net.ServicePointManager]::SecurityProtocol = [Net.SecurityProtocolType]::Tls12
     $download = $Agent + '.download'
