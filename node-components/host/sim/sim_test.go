@@ -3,10 +3,12 @@ package sim
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/capwin/capwin/node-components/host"
+	"github.com/capwin/capwin/node-components/layout"
 )
 
 func newHost(t *testing.T) *Host {
@@ -162,5 +164,31 @@ func TestRebootStartsAutomaticServicesInOrder(t *testing.T) {
 	}
 	if _, st, _ := h.Services().Get(ctx, "manual"); st != host.ServiceStopped {
 		t.Errorf("a manual service started at boot")
+	}
+}
+
+func TestFlanneldRefusesWhatWindowsRefuses(t *testing.T) {
+	ctx := context.Background()
+	for conf, want := range map[string]string{
+		`{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":1,"Port":8472}}`:    "VNI 4096 and port 4789",
+		`{"Network":"10.244.0.0/16","Backend":{"Type":"wireguard"}}`:                    "not supported on Windows",
+		`{"Network":"10.245.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}`: "not in the cluster network",
+		`{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}`: "",
+	} {
+		h := newHost(t)
+		if err := h.FS().WriteFile(layout.FlannelNetConf, []byte(conf), false); err != nil {
+			t.Fatal(err)
+		}
+		err := Flanneld("10.244.3.0/24")(ctx, h, host.ServiceSpec{})
+		if want == "" {
+			nets, _ := h.HNS().Networks(ctx)
+			if err != nil || len(nets) != 1 || !nets[0].NonPersistent || nets[0].VSID != 4096 {
+				t.Errorf("%s: %v, %+v", conf, err, nets)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", conf, err, want)
+		}
 	}
 }
