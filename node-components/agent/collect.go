@@ -75,7 +75,7 @@ func (a *Agent) CollectLogs(ctx context.Context, w io.Writer) error {
 		}
 	}
 	var svcs []host.ServiceSpec
-	for _, name := range []string{layout.ServiceContainerd, layout.ServiceCSIProxy, layout.ServiceKubelet, layout.ServiceFlanneld, layout.ServiceKubeProxy} {
+	for _, name := range serviceNames {
 		if spec, _, err := a.Host.Services().Get(ctx, name); err == nil {
 			spec.Environment = redactEnvironment(spec.Environment)
 			svcs = append(svcs, spec)

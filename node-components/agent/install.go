@@ -91,9 +91,8 @@ func (a *Agent) Install(ctx context.Context, o InstallOptions) error {
 	if err := fsys.WriteFile(layout.Manifest, src.manifest, false); err != nil {
 		return fmt.Errorf("writing %s: %w", layout.Manifest, err)
 	}
-	j := &join{Agent: a, state: &State{}}
 	for _, spec := range InstalledServices() {
-		if err := j.ensureService(ctx, spec); err != nil {
+		if _, err := a.ensureService(ctx, spec); err != nil {
 			return err
 		}
 	}

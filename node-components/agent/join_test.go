@@ -555,3 +555,65 @@ func TestKubeletPhaseRemakesTheExternalNetwork(t *testing.T) {
 		t.Errorf("External must be made again before the kubelet starts: %q", ev)
 	}
 }
+
+// TestConfigurationChangedMidJoin: the join stopped after its services ran,
+// and the node got a new configuration (a proxy and a mirror added, then
+// removed). The services run with what the newest configuration says,
+// nothing an older one set stays, and nothing is registered twice.
+func TestConfigurationChangedMidJoin(t *testing.T) {
+	ctx := context.Background()
+	n := newNode(t)
+	stopAfter := func(phase string) *Agent {
+		a := n.agent()
+		a.afterPhase = func(p string) error {
+			if p == phase {
+				return errKilled
+			}
+			return nil
+		}
+		return a
+	}
+	if err := stopAfter(PhaseKubeProxy).Join(ctx, layout.NodeConfig); !errors.Is(err, errKilled) {
+		t.Fatal(err)
+	}
+
+	proxy := "HTTPS_PROXY=http://proxy:3128"
+	n.cfg.Proxy = &nodeconfig.Proxy{HTTPSProxy: "http://proxy:3128"}
+	n.cfg.Containerd.RegistryMirrors = []nodeconfig.RegistryMirror{{Registry: "docker.io", Endpoints: []string{"https://mirror.example.com"}}}
+	n.writeConfig()
+	if err := stopAfter(PhaseKubeProxy).Join(ctx, layout.NodeConfig); !errors.Is(err, errKilled) {
+		t.Fatal(err)
+	}
+	for _, name := range []string{layout.ServiceContainerd, layout.ServiceKubelet, layout.ServiceFlanneld, layout.ServiceKubeProxy} {
+		spec, ok := n.host.RunningSpec(name)
+		if !ok || !slices.Contains(spec.Environment, proxy) {
+			t.Errorf("%s does not run with the new proxy: %v %q", name, ok, spec.Environment)
+		}
+	}
+	if ok, _ := n.host.FS().Exists(layout.ContainerdCertsDir + `\docker.io\hosts.toml`); !ok {
+		t.Error("the new mirror's hosts.toml is missing")
+	}
+
+	n.cfg.Proxy = nil
+	n.cfg.Containerd.RegistryMirrors = nil
+	n.writeConfig()
+	if err := n.join(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{layout.ServiceContainerd, layout.ServiceKubelet, layout.ServiceKubeProxy} {
+		if spec, _ := n.host.RunningSpec(name); slices.Contains(spec.Environment, proxy) {
+			t.Errorf("%s still runs with the removed proxy", name)
+		}
+	}
+	if _, ok, _ := n.host.Environment().Get(ctx, "HTTPS_PROXY"); ok {
+		t.Error("the removed proxy is still in the machine environment")
+	}
+	if ok, _ := n.host.FS().Exists(layout.ContainerdCertsDir + `\docker.io`); ok {
+		t.Error("the removed mirror's hosts.toml is still there")
+	}
+	for e, count := range snapshot(t, n).Created {
+		if count != 1 {
+			t.Errorf("%s happened %d times", e, count)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -83,13 +82,27 @@ func sameBuild(a, b string) bool {
 }
 
 func (j *join) environment(ctx context.Context) (string, error) {
-	p := j.cfg.Proxy
-	if p == nil {
+	env := j.Host.Environment()
+	want := map[string]string{}
+	for _, kv := range render.ProxyEnvironment(j.cfg) {
+		k, v, _ := strings.Cut(kv, "=")
+		want[k] = v
+	}
+	// What an earlier configuration set and this one does not.
+	for _, name := range slices.Clone(j.state.Environment) {
+		if _, ok := want[name]; ok {
+			continue
+		}
+		if err := env.Unset(ctx, name); err != nil {
+			return "", fmt.Errorf("removing the machine environment variable %s: %w", name, err)
+		}
+		j.state.Environment = slices.DeleteFunc(j.state.Environment, func(n string) bool { return n == name })
+	}
+	if len(want) == 0 {
 		return "no HTTP proxy configured", nil
 	}
-	env := j.Host.Environment()
 	var set []string
-	for _, kv := range [][2]string{{"HTTP_PROXY", p.HTTPProxy}, {"HTTPS_PROXY", p.HTTPSProxy}, {"NO_PROXY", strings.Join(p.NoProxy, ",")}} {
+	for _, kv := range [][2]string{{"HTTP_PROXY", want["HTTP_PROXY"]}, {"HTTPS_PROXY", want["HTTPS_PROXY"]}, {"NO_PROXY", want["NO_PROXY"]}} {
 		if kv[1] == "" {
 			continue
 		}
@@ -196,6 +209,19 @@ func (j *join) containerd(ctx context.Context) (string, error) {
 	if err := j.writeFiles(hosts); err != nil {
 		return "", err
 	}
+	// Mirrors an earlier configuration had: containerd would go on using them.
+	dirs, err := j.Host.FS().ReadDir(layout.ContainerdCertsDir)
+	if err != nil {
+		return "", fmt.Errorf("listing %s: %w", layout.ContainerdCertsDir, err)
+	}
+	for _, d := range dirs {
+		dir := host.Join(layout.ContainerdCertsDir, d)
+		if !slices.ContainsFunc(hosts, func(f render.File) bool { return strings.EqualFold(f.Path, host.Join(dir, "hosts.toml")) }) {
+			if err := j.Host.FS().RemoveAll(dir); err != nil {
+				return "", fmt.Errorf("removing the registry hosts %s of an earlier configuration: %w", dir, err)
+			}
+		}
+	}
 	iface, err := j.Host.Facts().PrimaryInterface(ctx)
 	if err != nil {
 		return "", err
@@ -204,7 +230,7 @@ func (j *join) containerd(ctx context.Context) (string, error) {
 	if !ok {
 		return "", errors.New("no containerd service rendered")
 	}
-	if err := j.ensureService(ctx, spec); err != nil {
+	if err := j.applyService(ctx, spec); err != nil {
 		return "", err
 	}
 	if err := j.Host.Services().Start(ctx, layout.ServiceContainerd); err != nil {
@@ -231,44 +257,6 @@ func serviceNamed(specs []host.ServiceSpec, name string) (host.ServiceSpec, bool
 	return host.ServiceSpec{}, false
 }
 
-// ensureService registers a service, or updates a registration that
-// differs; a service is never registered twice.
-func (j *join) ensureService(ctx context.Context, spec host.ServiceSpec) error {
-	svcs := j.Host.Services()
-	got, _, err := svcs.Get(ctx, spec.Name)
-	switch {
-	case errors.Is(err, host.ErrNotExist):
-		if err := svcs.Create(ctx, spec); err != nil {
-			return fmt.Errorf("registering the %s service: %w", spec.Name, err)
-		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading the %s service: %w", spec.Name, err)
-	case sameService(got, spec):
-		return nil
-	}
-	if err := svcs.Update(ctx, spec); err != nil {
-		return fmt.Errorf("updating the %s service: %w", spec.Name, err)
-	}
-	return nil
-}
-
-func sameService(a, b host.ServiceSpec) bool {
-	norm := func(s host.ServiceSpec) host.ServiceSpec {
-		if len(s.Environment) == 0 {
-			s.Environment = nil
-		}
-		if len(s.Dependencies) == 0 {
-			s.Dependencies = nil
-		}
-		if len(s.RestartDelays) == 0 {
-			s.RestartDelays = nil
-		}
-		return s
-	}
-	return reflect.DeepEqual(norm(a), norm(b))
-}
-
 func (j *join) cni(ctx context.Context) (string, error) {
 	fsys := j.Host.FS()
 	// A source VIP recorded by an earlier join belongs to that join's pod
@@ -292,6 +280,14 @@ func (j *join) cni(ctx context.Context) (string, error) {
 	}
 	if err := j.writeFiles(files); err != nil {
 		return "", err
+	}
+	// Flannel's files of an earlier configuration (the node now on Calico).
+	for _, f := range []string{layout.FlannelCNIConf, layout.FlannelNetConf} {
+		if !slices.ContainsFunc(files, func(r render.File) bool { return r.Path == f }) {
+			if err := fsys.Remove(f); err != nil {
+				return "", fmt.Errorf("removing %s of an earlier configuration: %w", f, err)
+			}
+		}
 	}
 	msg := fmt.Sprintf("%s %s, %d files", j.cfg.Network.CNI, j.cfg.Network.Mode, len(files))
 	if removed > 0 {
@@ -370,7 +366,7 @@ func (j *join) kubelet(ctx context.Context) (string, error) {
 	}
 	var started []string
 	for _, spec := range render.Services(j.cfg, iface) {
-		if err := j.ensureService(ctx, spec); err != nil {
+		if err := j.applyService(ctx, spec); err != nil {
 			return "", err
 		}
 	}
@@ -445,7 +441,7 @@ func (j *join) kubeProxy(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := j.ensureService(ctx, render.KubeProxyService(j.cfg, iface, vip)); err != nil {
+	if err := j.applyService(ctx, render.KubeProxyService(j.cfg, iface, vip)); err != nil {
 		return "", err
 	}
 	if err := j.Host.Services().Start(ctx, layout.ServiceKubeProxy); err != nil {

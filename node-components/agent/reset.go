@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/capwin/capwin/node-components/host"
@@ -38,7 +39,8 @@ func (a *Agent) Reset(ctx context.Context) error {
 	svcs := a.Host.Services()
 	// Dependents first: the service manager refuses to stop a service
 	// that a running one depends on.
-	order := []string{layout.ServiceKubeProxy, layout.ServiceFlanneld, layout.ServiceKubelet, layout.ServiceCSIProxy, layout.ServiceContainerd}
+	order := slices.Clone(serviceNames)
+	slices.Reverse(order)
 	for _, name := range order {
 		if _, _, err := svcs.Get(ctx, name); errors.Is(err, host.ErrNotExist) {
 			continue
@@ -47,9 +49,8 @@ func (a *Agent) Reset(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("stopping %s: %w", name, err))
 		}
 	}
-	j := &join{Agent: a, state: &State{}}
 	for _, spec := range InstalledServices() {
-		if err := j.ensureService(ctx, spec); err != nil {
+		if _, err := a.ensureService(ctx, spec); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -47,7 +47,7 @@ func (a *Agent) Status(ctx context.Context) (*Status, error) {
 	if p, err := ReadProgress(fsys); err == nil {
 		s.Progress = p
 	}
-	for _, name := range []string{layout.ServiceContainerd, layout.ServiceCSIProxy, layout.ServiceKubelet, layout.ServiceFlanneld, layout.ServiceKubeProxy} {
+	for _, name := range serviceNames {
 		spec, state, err := a.Host.Services().Get(ctx, name)
 		switch {
 		case errors.Is(err, host.ErrNotExist):

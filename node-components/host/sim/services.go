@@ -209,6 +209,7 @@ func (h *Host) run(ctx context.Context, name string) error {
 		return fmt.Errorf("starting service %s: the process exited: %w", name, err)
 	}
 	svc.state = host.ServiceRunning
+	svc.running = spec
 	svc.starts++
 	h.event("start %s", name)
 	return nil

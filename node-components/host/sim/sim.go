@@ -51,8 +51,11 @@ type Host struct {
 }
 
 type service struct {
-	spec    host.ServiceSpec
-	state   host.ServiceState
+	spec  host.ServiceSpec
+	state host.ServiceState
+	// running is the registration the process started with: a change to
+	// the registration reaches a running service only when it restarts.
+	running host.ServiceSpec
 	starts  int
 	deleted bool
 }
@@ -159,6 +162,17 @@ func (h *Host) Starts(name string) int {
 		return s.starts
 	}
 	return 0
+}
+
+// RunningSpec is the registration a running service started with.
+func (h *Host) RunningSpec(name string) (host.ServiceSpec, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.services[strings.ToLower(name)]
+	if !ok || s.state != host.ServiceRunning {
+		return host.ServiceSpec{}, false
+	}
+	return clone(s.running), true
 }
 
 // SetBuild changes the Windows build, as an in-place upgrade would.
