@@ -205,7 +205,8 @@ func validateNodeRegistration(n *bootstrapv1.NodeRegistration, path *field.Path)
 		}
 	}
 	for i, a := range n.KubeletExtraArgs {
-		name := strings.TrimLeft(a.Name, "-")
+		// The kubelet reads --system_reserved as --system-reserved.
+		name := strings.ToLower(strings.ReplaceAll(strings.TrimLeft(a.Name, "-"), "_", "-"))
 		if why, ok := kubeletArgsElsewhere[name]; ok {
 			errs = append(errs, field.Forbidden(path.Child("kubeletExtraArgs").Index(i).Child("name"), fmt.Sprintf("kubelet flag --%s: %s", name, why)))
 		} else if why := render.KubeletArgProblem(name); why != "" {

@@ -43,7 +43,8 @@ func (a *Agent) CollectLogs(ctx context.Context, w io.Writer) error {
 	for _, dir := range []string{layout.LogDir, layout.CNIConfDir} {
 		names, err := fsys.ReadDir(dir)
 		if err != nil {
-			return fmt.Errorf("listing %s: %w", dir, err)
+			missing = append(missing, dir+" (unreadable: "+err.Error()+")")
+			continue
 		}
 		for _, n := range names {
 			files = append(files, host.Join(dir, n))
@@ -69,10 +70,10 @@ func (a *Agent) CollectLogs(ctx context.Context, w io.Writer) error {
 		}
 	}
 	status, err := a.Status(ctx)
-	if err == nil {
-		if err := addJSON(add, "status.json", status); err != nil {
-			return err
-		}
+	if err != nil {
+		missing = append(missing, "status ("+err.Error()+")")
+	} else if err := addJSON(add, "status.json", status); err != nil {
+		return err
 	}
 	var svcs []host.ServiceSpec
 	for _, name := range serviceNames {

@@ -110,7 +110,7 @@ func (a *Agent) Join(ctx context.Context, configPath string) error {
 	cfg, err := nodeconfig.Parse(data)
 	if err != nil {
 		pe := &PhaseError{Phase: PhasePreflight, Err: err}
-		a.report(ctx, Progress{Phase: PhasePreflight, State: ProgressFailed, Message: err.Error(), Time: a.now()})
+		a.report(ctx, Progress{Phase: PhasePreflight, State: ProgressFailed, Message: err.Error(), Time: a.now(), Phases: state.Phases})
 		return pe
 	}
 	if state.ConfigHash != "" && state.ConfigHash != hash && len(state.Phases) > 0 {
@@ -215,7 +215,9 @@ func (j *join) wait(ctx context.Context, what string, cond func(context.Context)
 		if ok && err == nil {
 			return nil
 		}
-		last = err
+		if err != nil {
+			last = err
+		}
 		select {
 		case <-ctx.Done():
 			if last != nil {

@@ -102,16 +102,14 @@ func (j *join) environment(ctx context.Context) (string, error) {
 		return "no HTTP proxy configured", nil
 	}
 	var set []string
-	for _, kv := range [][2]string{{"HTTP_PROXY", want["HTTP_PROXY"]}, {"HTTPS_PROXY", want["HTTPS_PROXY"]}, {"NO_PROXY", want["NO_PROXY"]}} {
-		if kv[1] == "" {
-			continue
+	for _, kv := range render.ProxyEnvironment(j.cfg) {
+		name, value, _ := strings.Cut(kv, "=")
+		if err := env.Set(ctx, name, value); err != nil {
+			return "", fmt.Errorf("setting the machine environment variable %s: %w", name, err)
 		}
-		if err := env.Set(ctx, kv[0], kv[1]); err != nil {
-			return "", fmt.Errorf("setting the machine environment variable %s: %w", kv[0], err)
-		}
-		set = append(set, kv[0])
-		if !slices.Contains(j.state.Environment, kv[0]) {
-			j.state.Environment = append(j.state.Environment, kv[0])
+		set = append(set, name)
+		if !slices.Contains(j.state.Environment, name) {
+			j.state.Environment = append(j.state.Environment, name)
 		}
 	}
 	// The values are never logged: a proxy URL may carry a password.

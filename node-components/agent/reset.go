@@ -96,7 +96,7 @@ func (a *Agent) removeNetworks(ctx context.Context) ([]string, error) {
 			continue
 		}
 		for _, e := range eps {
-			if e.NetworkID == n.ID {
+			if strings.EqualFold(e.NetworkID, n.ID) {
 				if err := hns.DeleteEndpoint(ctx, e.ID); err != nil && !errors.Is(err, host.ErrNotExist) {
 					errs = append(errs, fmt.Errorf("deleting HNS endpoint %s (%s): %w", e.Name, e.IPAddress, err))
 				}

@@ -95,7 +95,7 @@ func (j *join) calicoSourceVIP(ctx context.Context, nw host.Network) (string, er
 			return false, err
 		}
 		for _, e := range eps {
-			if strings.EqualFold(e.Name, calicoEndpoint) && e.NetworkID == nw.ID {
+			if strings.EqualFold(e.Name, calicoEndpoint) && strings.EqualFold(e.NetworkID, nw.ID) {
 				vip = e.IPAddress
 				return true, nil
 			}

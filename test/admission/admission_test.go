@@ -224,6 +224,21 @@ func TestBadInputRejected(t *testing.T) {
 			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "enforce-node-allocatable", Value: ptr.To("pods")}}
 			return c
 		}, "spec.nodeRegistration.kubeletExtraArgs[0].name", "Windows does not implement it"},
+		{"kubelet flag with a field of its own, spelled with underscores", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "--system_reserved", Value: ptr.To("memory=1Gi")}}
+			return c
+		}, "spec.nodeRegistration.kubeletExtraArgs[0].name", "set spec.kubelet.systemReserved instead"},
+		{"kubelet flag the node agent sets", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "kubeconfig", Value: ptr.To(`C:\evil.conf`)}}
+			return c
+		}, "spec.nodeRegistration.kubeletExtraArgs[0].name", "set by capwin-node and cannot be overridden"},
+		{"kube-proxy flag the node agent sets", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.KubeProxy.ExtraArgs = []bootstrapv1.Arg{{Name: "source-vip", Value: ptr.To("10.0.0.1")}}
+			return c
+		}, "spec.kubeProxy.extraArgs[0].name", "set by capwin-node and cannot be overridden"},
 		{"node subnet that does not parse", func(ns string) client.Object {
 			c := windowsConfig(ns)
 			c.Spec.Network.NodeSubnet = "10.0.0.0/33"
