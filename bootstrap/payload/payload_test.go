@@ -224,7 +224,7 @@ func TestOversizedPayload(t *testing.T) {
 	}
 }
 
-// TestStubSyntax parses the rendered scripts with the tree-sitter PowerShell
+// TestStubSyntax parses the rendered scripts and capwin-node's scripts with the tree-sitter PowerShell
 // grammar (hack/ps-syntax). It fails, loudly, where node and npm are missing:
 // set CAPWIN_SKIP_PS_SYNTAX=1 to skip it knowingly.
 func TestStubSyntax(t *testing.T) {
@@ -244,6 +244,12 @@ func TestStubSyntax(t *testing.T) {
 		}
 		files = append(files, f)
 	}
+	// The node agent's own scripts (its firewall rules) are checked too.
+	agentScripts, err := filepath.Glob(filepath.Join("..", "..", "node-components", "agent", "*.ps1"))
+	if err != nil || len(agentScripts) == 0 {
+		t.Fatalf("no node agent scripts found: %v", err)
+	}
+	files = append(files, agentScripts...)
 	// A broken script proves the check can fail.
 	broken := filepath.Join(dir, "broken.ps1")
 	if err := os.WriteFile(broken, []byte(strings.Replace(Stub(), "if ($joinExitCode -ne 0) {", "if ($joinExitCode -ne 0 {", 1)), 0o600); err != nil {
