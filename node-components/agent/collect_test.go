@@ -31,14 +31,7 @@ func TestCollectLogsLeavesSecretsOut(t *testing.T) {
 		c.PreJoinCommands = []string{"Set-Secret command-s3cret"}
 	})
 	n.host.SetShell(func(string) ([]byte, error) { return []byte("output-s3cret"), nil })
-	a := n.agent()
-	a.afterPhase = func(p string) error {
-		if p == PhaseDiscovery {
-			return errKilled
-		}
-		return nil
-	}
-	if err := a.Join(context.Background(), layout.NodeConfig); !errors.Is(err, errKilled) {
+	if err := n.stopAfter(PhaseDiscovery).Join(context.Background(), layout.NodeConfig); !errors.Is(err, errKilled) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer

@@ -153,6 +153,19 @@ func (n *node) agent() *Agent {
 
 func (n *node) join() error { return n.agent().Join(context.Background(), layout.NodeConfig) }
 
+// stopAfter is an agent that stops as a crash would after phase's work,
+// before the phase is recorded.
+func (n *node) stopAfter(phase string) *Agent {
+	a := n.agent()
+	a.afterPhase = func(p string) error {
+		if p == phase {
+			return errKilled
+		}
+		return nil
+	}
+	return a
+}
+
 func (n *node) shellScripts() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()

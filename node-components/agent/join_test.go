@@ -142,14 +142,7 @@ func TestJoinResumesAfterEveryPhase(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				n := newNode(t)
-				a := n.agent()
-				a.afterPhase = func(p string) error {
-					if p == phase {
-						return errKilled
-					}
-					return nil
-				}
-				if err := a.Join(context.Background(), layout.NodeConfig); !errors.Is(err, errKilled) {
+				if err := n.stopAfter(phase).Join(context.Background(), layout.NodeConfig); !errors.Is(err, errKilled) {
 					t.Fatalf("first run: got %v, want the kill after %s", err, phase)
 				}
 				if reboot {
@@ -529,14 +522,7 @@ func TestOneCommandAtATime(t *testing.T) {
 // HNS); the kubelet phase makes it again before the kubelet starts.
 func TestKubeletPhaseRemakesTheExternalNetwork(t *testing.T) {
 	n := newNode(t)
-	a := n.agent()
-	a.afterPhase = func(p string) error {
-		if p == PhaseDiscovery {
-			return errKilled
-		}
-		return nil
-	}
-	if err := a.Join(context.Background(), layout.NodeConfig); !errors.Is(err, errKilled) {
+	if err := n.stopAfter(PhaseDiscovery).Join(context.Background(), layout.NodeConfig); !errors.Is(err, errKilled) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -563,17 +549,7 @@ func TestKubeletPhaseRemakesTheExternalNetwork(t *testing.T) {
 func TestConfigurationChangedMidJoin(t *testing.T) {
 	ctx := context.Background()
 	n := newNode(t)
-	stopAfter := func(phase string) *Agent {
-		a := n.agent()
-		a.afterPhase = func(p string) error {
-			if p == phase {
-				return errKilled
-			}
-			return nil
-		}
-		return a
-	}
-	if err := stopAfter(PhaseKubeProxy).Join(ctx, layout.NodeConfig); !errors.Is(err, errKilled) {
+	if err := n.stopAfter(PhaseKubeProxy).Join(ctx, layout.NodeConfig); !errors.Is(err, errKilled) {
 		t.Fatal(err)
 	}
 
@@ -581,7 +557,7 @@ func TestConfigurationChangedMidJoin(t *testing.T) {
 	n.cfg.Proxy = &nodeconfig.Proxy{HTTPSProxy: "http://proxy:3128"}
 	n.cfg.Containerd.RegistryMirrors = []nodeconfig.RegistryMirror{{Registry: "docker.io", Endpoints: []string{"https://mirror.example.com"}}}
 	n.writeConfig()
-	if err := stopAfter(PhaseKubeProxy).Join(ctx, layout.NodeConfig); !errors.Is(err, errKilled) {
+	if err := n.stopAfter(PhaseKubeProxy).Join(ctx, layout.NodeConfig); !errors.Is(err, errKilled) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{layout.ServiceContainerd, layout.ServiceKubelet, layout.ServiceFlanneld, layout.ServiceKubeProxy} {

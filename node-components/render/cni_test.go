@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/capwin/capwin/node-components/host"
@@ -139,7 +140,7 @@ func TestCNIOverlayFacts(t *testing.T) {
 	if len(p) != 2 {
 		t.Fatalf("policies = %+v, want OutBoundNAT and one SDNRoute", p)
 	}
-	if p[0].Value.Type != "OutBoundNAT" || !equalStrings(p[0].Value.Settings.Exceptions, cfg.Network.OutboundNATExceptions) {
+	if p[0].Value.Type != "OutBoundNAT" || !slices.Equal(p[0].Value.Settings.Exceptions, cfg.Network.OutboundNATExceptions) {
 		t.Errorf("first policy = %+v, want OutBoundNAT excepting %v", p[0].Value, cfg.Network.OutboundNATExceptions)
 	}
 	if r := p[1].Value; r.Type != "SDNRoute" || r.Settings.DestinationPrefix != "10.96.0.0/12" || !r.Settings.NeedEncap {
@@ -173,7 +174,7 @@ func TestCNIL2BridgeFacts(t *testing.T) {
 			routes = append(routes, p.Value.Settings.DestinationPrefix)
 		}
 	}
-	if !equalStrings(routes, []string{"10.96.0.0/12", "10.0.0.15/32"}) {
+	if !slices.Equal(routes, []string{"10.96.0.0/12", "10.0.0.15/32"}) {
 		t.Errorf("routes = %v, want the service CIDR and the node's own /32", routes)
 	}
 	if _, err := CNI(cfg, host.Interface{Name: "Ethernet0"}); err == nil {
@@ -207,16 +208,4 @@ func TestExternalNetworkAgainstSigWindowsTools(t *testing.T) {
 	if n != want {
 		t.Errorf("l2bridge: %+v, want %+v", n, want)
 	}
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,7 +88,7 @@ func TestHostileConfigCommandLinesSplitBack(t *testing.T) {
 		for vi, vip := range hostile {
 			for _, s := range allServices(cfg, hostileIface, vip) {
 				line := host.CommandLine(s.Command)
-				if got := host.SplitCommandLine(line); !equalStrings(got, s.Command) {
+				if got := host.SplitCommandLine(line); !slices.Equal(got, s.Command) {
 					t.Fatalf("%s %s: %s\nsplits into %q\nwant       %q", mode, s.Name, line, got, s.Command)
 				}
 				if s.Name == "kube-proxy" && mode == "overlay" && vip != "" && !hasArg(program(s), "--source-vip="+vip) {
@@ -160,7 +161,7 @@ func TestHostileConfigDocumentsParseBack(t *testing.T) {
 			for _, iface := range []host.Interface{hostileIface, {IPv4: `"},{"evil":1`}} {
 				c, n, _ := renderCNI(t, cfg, iface)
 				p := c.Delegate.Policies
-				if !equalStrings(p[0].Value.Settings.Exceptions, hostile) {
+				if !slices.Equal(p[0].Value.Settings.Exceptions, hostile) {
 					t.Errorf("exceptions came back as %q", p[0].Value.Settings.Exceptions)
 				}
 				var routes []string
@@ -171,7 +172,7 @@ func TestHostileConfigDocumentsParseBack(t *testing.T) {
 				if mode == "l2bridge" {
 					wantRoutes = append(wantRoutes, iface.IPv4+"/32")
 				}
-				if !equalStrings(routes, wantRoutes) {
+				if !slices.Equal(routes, wantRoutes) {
 					t.Errorf("routes came back as %q", routes)
 				}
 				if n.Network != hostile[0] {

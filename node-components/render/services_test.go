@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,10 +97,10 @@ func program(s host.ServiceSpec) []string {
 func TestServicesOrderAndShape(t *testing.T) {
 	svcs := Services(newNode().csiProxy().obj(), ethernet0)
 	want := []string{layout.ServiceContainerd, layout.ServiceCSIProxy, layout.ServiceKubelet, layout.ServiceFlanneld}
-	if !equalStrings(names(svcs), want) {
+	if !slices.Equal(names(svcs), want) {
 		t.Fatalf("services = %v, want %v in start order", names(svcs), want)
 	}
-	if got := names(Services(newNode().calico().obj(), ethernet0)); !equalStrings(got, []string{layout.ServiceContainerd, layout.ServiceKubelet}) {
+	if got := names(Services(newNode().calico().obj(), ethernet0)); !slices.Equal(got, []string{layout.ServiceContainerd, layout.ServiceKubelet}) {
 		t.Errorf("Calico node services = %v, want containerd and the kubelet", got)
 	}
 	for _, s := range append(svcs, KubeProxyService(newNode().obj(), ethernet0, sourceVIP)) {
@@ -109,14 +110,14 @@ func TestServicesOrderAndShape(t *testing.T) {
 		if len(s.RestartDelays) == 0 || s.ResetPeriod == 0 {
 			t.Errorf("%s does not restart on failure", s.Name)
 		}
-		if got := host.SplitCommandLine(host.CommandLine(s.Command)); !equalStrings(got, s.Command) {
+		if got := host.SplitCommandLine(host.CommandLine(s.Command)); !slices.Equal(got, s.Command) {
 			t.Errorf("%s: command line splits into %q, want %q", s.Name, got, s.Command)
 		}
 		if s.Name == layout.ServiceContainerd {
 			continue
 		}
 		wantHost := []string{layout.Agent, "service", "run", "--name", s.Name, "--log-file", ServiceLog(s.Name), "--"}
-		if !equalStrings(s.Command[:len(wantHost)], wantHost) {
+		if !slices.Equal(s.Command[:len(wantHost)], wantHost) {
 			t.Errorf("%s runs %q, want capwin's service host first", s.Name, s.Command)
 		}
 		if hasArg(program(s), "--windows-service") {
@@ -131,7 +132,7 @@ func TestServicesOrderAndShape(t *testing.T) {
 		}
 	}
 	k := byName(svcs, layout.ServiceKubelet)
-	if !equalStrings(k.Dependencies, []string{layout.ServiceContainerd, layout.ServiceCSIProxy}) {
+	if !slices.Equal(k.Dependencies, []string{layout.ServiceContainerd, layout.ServiceCSIProxy}) {
 		t.Errorf("kubelet depends on %v", k.Dependencies)
 	}
 	for _, a := range []string{
@@ -149,7 +150,7 @@ func TestServicesOrderAndShape(t *testing.T) {
 		}
 	}
 	f := byName(svcs, layout.ServiceFlanneld)
-	if !equalStrings(f.Dependencies, []string{layout.ServiceKubelet}) || !equalStrings(f.Environment, []string{"NODE_NAME=win1-md-q3zk5a"}) {
+	if !slices.Equal(f.Dependencies, []string{layout.ServiceKubelet}) || !slices.Equal(f.Environment, []string{"NODE_NAME=win1-md-q3zk5a"}) {
 		t.Errorf("flanneld depends on %v with environment %v", f.Dependencies, f.Environment)
 	}
 	for _, a := range []string{"--kube-subnet-mgr", "--kubeconfig-file=" + layout.KubeletKubeconfig, "--net-config-path=" + layout.FlannelNetConf, "--iface=10.0.0.15", "--ip-masq=false"} {
@@ -157,7 +158,7 @@ func TestServicesOrderAndShape(t *testing.T) {
 			t.Errorf("flanneld lacks %s: %q", a, program(f))
 		}
 	}
-	if got := byName(Services(newNode().obj(), ethernet0), layout.ServiceKubelet).Dependencies; !equalStrings(got, []string{layout.ServiceContainerd}) {
+	if got := byName(Services(newNode().obj(), ethernet0), layout.ServiceKubelet).Dependencies; !slices.Equal(got, []string{layout.ServiceContainerd}) {
 		t.Errorf("without csi-proxy the kubelet depends on %v", got)
 	}
 }
@@ -208,7 +209,7 @@ func TestKubeProxyFlags(t *testing.T) {
 	if a := program(KubeProxyService(newNode().dsr().version("v1.32.9").obj(), ethernet0, sourceVIP)); !hasArg(a, "--feature-gates=WinDSR=true") {
 		t.Errorf("1.32 with DSR: %q", a)
 	}
-	if s := KubeProxyService(newNode().obj(), ethernet0, sourceVIP); !equalStrings(s.Dependencies, []string{layout.ServiceKubelet}) {
+	if s := KubeProxyService(newNode().obj(), ethernet0, sourceVIP); !slices.Equal(s.Dependencies, []string{layout.ServiceKubelet}) {
 		t.Errorf("kube-proxy depends on %v", s.Dependencies)
 	}
 }
