@@ -11,6 +11,7 @@ import (
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/bootstrap/validation"
 )
 
 // vocabulary holds strings the validators give meaning to, so that fuzzed
@@ -85,12 +86,12 @@ func FuzzDefaultThenValidate(f *testing.F) {
 			c := &bootstrapv1.WindowsKubeadmConfig{}
 			fill.Fill(c)
 			checkIdempotent(t, c, func(o *bootstrapv1.WindowsKubeadmConfig) { o.Spec.Default() })
-			_ = ValidateConfigSpec(&c.Spec, field.NewPath("spec"))
+			_ = validation.ValidateConfigSpec(&c.Spec, field.NewPath("spec"))
 		case 6:
 			c := &bootstrapv1.WindowsKubeadmConfigTemplate{}
 			fill.Fill(c)
 			checkIdempotent(t, c, func(o *bootstrapv1.WindowsKubeadmConfigTemplate) { o.Spec.Template.Spec.Default() })
-			_ = validateConfigTemplate(c)
+			_ = validation.ValidateConfigTemplate(c)
 		}
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/internal/validate"
 )
 
 // HybridCluster validates HybridClusters. It reads HybridClusterIdentities
@@ -92,7 +93,7 @@ func clusterImmutable(oldS, newS *infrav1.HybridClusterSpec, spec *field.Path) f
 func validateClusterSpec(s *infrav1.HybridClusterSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if ep := s.ControlPlaneEndpoint; ep.Host != "" {
-		if err := validateHost(ep.Host, path.Child("controlPlaneEndpoint", "host")); err != nil {
+		if err := validate.Host(ep.Host, path.Child("controlPlaneEndpoint", "host")); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -150,7 +151,7 @@ func validateAzureCluster(a *infrav1.AzureClusterSpec, path *field.Path) field.E
 		errs = append(errs, field.Required(net.Child("cidrBlocks"), "at least one address space"))
 	}
 	for i, c := range a.Network.CIDRBlocks {
-		p, err := validateCIDR(c, net.Child("cidrBlocks").Index(i))
+		p, err := validate.CIDR(c, net.Child("cidrBlocks").Index(i))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -161,7 +162,7 @@ func validateAzureCluster(a *infrav1.AzureClusterSpec, path *field.Path) field.E
 	for i, s := range a.Network.Subnets {
 		p := net.Child("subnets").Index(i)
 		roles[s.Role] = true
-		sub, err := validateCIDR(s.CIDRBlock, p.Child("cidrBlock"))
+		sub, err := validate.CIDR(s.CIDRBlock, p.Child("cidrBlock"))
 		if err != nil {
 			errs = append(errs, err)
 			continue

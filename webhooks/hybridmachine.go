@@ -13,6 +13,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/internal/validate"
 )
 
 // HybridMachine defaults and validates HybridMachines.
@@ -220,7 +221,7 @@ func validateVSphereMachine(v *infrav1.VSphereMachineSpec, path *field.Path, tem
 			errs = append(errs, field.Required(p, "set dhcp4: true or static ipAddrs, or the device gets no address"))
 		}
 		for j, a := range d.IPAddrs {
-			if _, err := validateCIDR(a, p.Child("ipAddrs").Index(j)); err != nil {
+			if _, err := validate.CIDR(a, p.Child("ipAddrs").Index(j)); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -3,11 +3,11 @@ package webhooks
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
+	"github.com/capwin/capwin/bootstrap/validation"
 )
 
 // WindowsKubeadmConfigTemplate defaults and validates WindowsKubeadmConfigTemplates.
@@ -35,22 +35,16 @@ func (w *WindowsKubeadmConfigTemplate) Default(_ context.Context, t *bootstrapv1
 
 // ValidateCreate checks a new template.
 func (w *WindowsKubeadmConfigTemplate) ValidateCreate(_ context.Context, t *bootstrapv1.WindowsKubeadmConfigTemplate) (admission.Warnings, error) {
-	return nil, invalid(t, validateConfigTemplate(t))
+	return nil, invalid(t, validation.ValidateConfigTemplate(t))
 }
 
 // ValidateUpdate keeps spec.template.spec immutable, except in the
 // server-side-apply dry runs of Cluster API's topology controller.
 func (w *WindowsKubeadmConfigTemplate) ValidateUpdate(ctx context.Context, oldT, newT *bootstrapv1.WindowsKubeadmConfigTemplate) (admission.Warnings, error) {
-	return nil, validateTemplateUpdate(ctx, newT, validateConfigTemplate(newT), oldT.Spec.Template.Spec, newT.Spec.Template.Spec)
+	return nil, validateTemplateUpdate(ctx, newT, validation.ValidateConfigTemplate(newT), oldT.Spec.Template.Spec, newT.Spec.Template.Spec)
 }
 
 // ValidateDelete allows every deletion.
 func (w *WindowsKubeadmConfigTemplate) ValidateDelete(context.Context, *bootstrapv1.WindowsKubeadmConfigTemplate) (admission.Warnings, error) {
 	return nil, nil
-}
-
-func validateConfigTemplate(t *bootstrapv1.WindowsKubeadmConfigTemplate) field.ErrorList {
-	tmpl := field.NewPath("spec", "template")
-	errs := t.Spec.Template.ObjectMeta.Validate(tmpl.Child("metadata"))
-	return append(errs, ValidateConfigSpec(&t.Spec.Template.Spec, tmpl.Child("spec"))...)
 }

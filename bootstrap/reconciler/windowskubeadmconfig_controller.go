@@ -37,9 +37,9 @@ import (
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/bootstrap/payload"
+	"github.com/capwin/capwin/bootstrap/validation"
 	"github.com/capwin/capwin/internal/deleted"
 	"github.com/capwin/capwin/internal/names"
-	"github.com/capwin/capwin/webhooks"
 )
 
 // DefaultTokenTTL covers a slow Windows first boot (image specialisation,
@@ -338,7 +338,7 @@ func (r *Reconciler) inputError(config *bootstrapv1.WindowsKubeadmConfig, err er
 func (r *Reconciler) payloadInput(ctx context.Context, config *bootstrapv1.WindowsKubeadmConfig, machine *clusterv1.Machine, cluster *clusterv1.Cluster) (payload.Input, error) {
 	spec := config.Spec.DeepCopy()
 	spec.Default()
-	if errs := webhooks.ValidateConfigForCluster(spec, cluster, field.NewPath("spec")); len(errs) > 0 {
+	if errs := validation.ValidateConfigForCluster(spec, cluster, field.NewPath("spec")); len(errs) > 0 {
 		return payload.Input{}, errs.ToAggregate()
 	}
 	ep := cluster.Spec.ControlPlaneEndpoint

@@ -18,8 +18,8 @@ import (
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/bootstrap/payload"
+	"github.com/capwin/capwin/bootstrap/validation"
 	"github.com/capwin/capwin/internal/names"
-	"github.com/capwin/capwin/webhooks"
 )
 
 // Placeholders stand in for what only the running cluster knows.
@@ -69,7 +69,7 @@ func render(args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	spec.Default()
-	if errs := webhooks.ValidateConfigSpec(spec, field.NewPath("spec")); len(errs) > 0 {
+	if errs := validation.ValidateConfigSpec(spec, field.NewPath("spec")); len(errs) > 0 {
 		fmt.Fprintf(stderr, "capwin render: %s is invalid; admission would refuse it:\n", *file)
 		for _, e := range errs {
 			fmt.Fprintf(stderr, "  %s\n", e.Error())

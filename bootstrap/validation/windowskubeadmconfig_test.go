@@ -1,0 +1,103 @@
+package validation
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
+)
+
+func clusterWithPods(cidrs ...string) *clusterv1.Cluster {
+	c := &clusterv1.Cluster{}
+	c.Name = "c1"
+	c.Spec.ClusterNetwork.Pods.CIDRBlocks = cidrs
+	return c
+}
+
+// TestValidateConfig pins the field path and the gist of the message of a
+// rule from each part of the config: the webhook, the reconciler and
+// `capwin render` all report these.
+func TestValidateConfig(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		edit    func(*bootstrapv1.WindowsKubeadmConfig)
+		cluster *clusterv1.Cluster
+		field   string // empty: valid
+		want    string
+	}{
+		{"defaults", func(*bootstrapv1.WindowsKubeadmConfig) {}, nil, "", ""},
+		{"defaults in an IPv4 cluster", func(*bootstrapv1.WindowsKubeadmConfig) {}, clusterWithPods("10.244.0.0/16"), "", ""},
+		{"control-plane machine", func(c *bootstrapv1.WindowsKubeadmConfig) {
+			c.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
+		}, nil, "metadata.labels[cluster.x-k8s.io/control-plane]", "the control plane is Linux only"},
+		{"overlay in a dual-stack cluster", func(*bootstrapv1.WindowsKubeadmConfig) {},
+			clusterWithPods("10.244.0.0/16", "fd00:10:244::/56"), "spec.network.mode", "dual-stack clusters need mode l2bridge"},
+		{"l2bridge in an IPv6 cluster", func(c *bootstrapv1.WindowsKubeadmConfig) { c.Spec.Network.Mode = bootstrapv1.L2Bridge },
+			clusterWithPods("fd00:10:244::/56"), "", ""},
+		{"memory reservations below 2Gi", func(c *bootstrapv1.WindowsKubeadmConfig) {
+			c.Spec.Kubelet.SystemReserved = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}
+			c.Spec.Kubelet.KubeReserved = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}
+		}, nil, "spec.kubelet", "at least 2Gi"},
+		{"kubelet flag with a field of its own, spelled with underscores", func(c *bootstrapv1.WindowsKubeadmConfig) {
+			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "--system_reserved"}}
+		}, nil, "spec.nodeRegistration.kubeletExtraArgs[0].name", "set spec.kubelet.systemReserved instead"},
+		{"registry mirror endpoint without a scheme", func(c *bootstrapv1.WindowsKubeadmConfig) {
+			c.Spec.Containerd.RegistryMirrors = []bootstrapv1.RegistryMirror{{Registry: "docker.io", Endpoints: []string{"mirror.example"}}}
+		}, nil, "spec.containerd.registryMirrors[0].endpoints[0]", "must be an absolute URL"},
+		{"node subnet that does not parse", func(c *bootstrapv1.WindowsKubeadmConfig) { c.Spec.Network.NodeSubnet = "10.0.0.0/33" },
+			nil, "spec.network.nodeSubnet", "must be a CIDR"},
+		{"file path that climbs out", func(c *bootstrapv1.WindowsKubeadmConfig) {
+			c.Spec.Files = []bootstrapv1.File{{Path: `C:\etc\..\hosts`, Content: "x"}}
+		}, nil, "spec.files[0].path", `must not contain ".."`},
+		{"proxy password not echoed", func(c *bootstrapv1.WindowsKubeadmConfig) { c.Spec.Proxy.HTTPProxy = "ftp://u:secret@proxy:3128" },
+			nil, "spec.proxy.httpProxy", "the URL scheme must be http or https"},
+		{"bootstrap payload over the user-data limit", func(c *bootstrapv1.WindowsKubeadmConfig) {
+			big := strings.Repeat("x", 30000)
+			c.Spec.Files = []bootstrapv1.File{{Path: `C:\a.txt`, Content: big}, {Path: `C:\b.txt`, Content: big}}
+		}, nil, "spec.files", "over the 65536 byte user-data limit"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// Edited, then defaulted, as admission does.
+			c := &bootstrapv1.WindowsKubeadmConfig{}
+			tt.edit(c)
+			c.Spec.Default()
+			errs := ValidateConfig(c, tt.cluster)
+			if tt.field == "" {
+				if len(errs) > 0 {
+					t.Fatalf("want valid, got %v", errs)
+				}
+				return
+			}
+			expectError(t, errs, tt.field, tt.want)
+			if strings.Contains(errs.ToAggregate().Error(), "secret") {
+				t.Errorf("an error echoes a secret: %v", errs)
+			}
+		})
+	}
+}
+
+func TestValidateConfigTemplate(t *testing.T) {
+	tmpl := &bootstrapv1.WindowsKubeadmConfigTemplate{}
+	tmpl.Spec.Template.Spec.Default()
+	if errs := ValidateConfigTemplate(tmpl); len(errs) > 0 {
+		t.Fatalf("want valid, got %v", errs)
+	}
+	tmpl.Spec.Template.Spec.Containerd.Runtime = "docker"
+	expectError(t, ValidateConfigTemplate(tmpl), "spec.template.spec.containerd.runtime", "dockershim was removed")
+}
+
+func expectError(t *testing.T, errs field.ErrorList, path, want string) {
+	t.Helper()
+	for _, e := range errs {
+		if e.Field == path && strings.Contains(e.Error(), want) {
+			return
+		}
+	}
+	t.Fatalf("want an error for %s containing %q, got %v", path, want, errs)
+}
