@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/cluster-api/core/setup"
 
 	"github.com/capwin/capwin/bootstrap/reconciler"
-	"github.com/capwin/capwin/internal/manager"
 	"github.com/capwin/capwin/internal/scheme"
+	capwinsetup "github.com/capwin/capwin/setup"
 )
 
 const controllerName = "capwin-manager"
@@ -48,7 +48,7 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	o := options{}
 	fs := flag.NewFlagSet(controllerName, flag.ContinueOnError)
-	providers := fs.String("providers", manager.ProviderInfrastructure+","+manager.ProviderBootstrap, "the providers to run: infrastructure, bootstrap, or both, comma-separated")
+	providers := fs.String("providers", capwinsetup.ProviderInfrastructure+","+capwinsetup.ProviderBootstrap, "the providers to run: infrastructure, bootstrap, or both, comma-separated")
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "the namespace the manager runs in: HybridClusterIdentity Secrets are read from it")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "where metrics are served; 0 turns them off")
 	fs.StringVar(&o.probeAddr, "health-addr", ":9440", "where /healthz and /readyz are served")
@@ -64,8 +64,8 @@ func parseFlags(args []string) (options, error) {
 	}
 	for _, p := range strings.Split(*providers, ",") {
 		p = strings.TrimSpace(p)
-		if p != manager.ProviderInfrastructure && p != manager.ProviderBootstrap {
-			return o, fmt.Errorf("--providers: %q is not %s or %s", p, manager.ProviderInfrastructure, manager.ProviderBootstrap)
+		if p != capwinsetup.ProviderInfrastructure && p != capwinsetup.ProviderBootstrap {
+			return o, fmt.Errorf("--providers: %q is not %s or %s", p, capwinsetup.ProviderInfrastructure, capwinsetup.ProviderBootstrap)
 		}
 		o.providers = append(o.providers, p)
 	}
@@ -107,7 +107,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o options) (ctrl.Manager,
 		HealthProbeBindAddress: o.probeAddr,
 		LeaderElection:         o.leaderElect,
 		LeaderElectionID:       "capwin-manager-leader-election",
-		Cache:                  manager.CacheOptions(o.syncPeriod),
+		Cache:                  capwinsetup.CacheOptions(o.syncPeriod),
 		Client:                 setup.ManagerClientOptions(),
 	}
 	if o.skipNameValidation {
@@ -123,7 +123,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o options) (ctrl.Manager,
 	if err := errors.Join(mgr.AddHealthzCheck("ping", healthz.Ping), mgr.AddReadyzCheck("ping", healthz.Ping)); err != nil {
 		return nil, err
 	}
-	if err := manager.Setup(ctx, mgr, manager.Options{
+	if err := capwinsetup.Setup(ctx, mgr, capwinsetup.Options{
 		Providers:   o.providers,
 		Namespace:   o.namespace,
 		Concurrency: o.concurrency,

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/capwin/capwin/internal/manager"
-
 	"context"
 	"os"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	capwinsetup "github.com/capwin/capwin/setup"
 	"github.com/capwin/capwin/test/envtest"
 )
 
@@ -27,10 +26,10 @@ func TestParseFlags(t *testing.T) {
 	g := NewWithT(t)
 	o, err := parseFlags(nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(o.providers).To(ConsistOf(manager.ProviderInfrastructure, manager.ProviderBootstrap))
+	g.Expect(o.providers).To(ConsistOf(capwinsetup.ProviderInfrastructure, capwinsetup.ProviderBootstrap))
 	o, err = parseFlags([]string{"--providers=bootstrap"})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(o.providers).To(Equal([]string{manager.ProviderBootstrap}))
+	g.Expect(o.providers).To(Equal([]string{capwinsetup.ProviderBootstrap}))
 	_, err = parseFlags([]string{"--v=2"})
 	g.Expect(err).NotTo(HaveOccurred(), "the logging flags Tilt and users pass are known")
 	_, err = parseFlags([]string{"--providers=control-plane"})
@@ -44,8 +43,8 @@ func TestManagerRunsChosenProviders(t *testing.T) {
 		providers []string
 		acts      bool
 	}{
-		{[]string{manager.ProviderInfrastructure, manager.ProviderBootstrap}, true},
-		{[]string{manager.ProviderBootstrap}, false},
+		{[]string{capwinsetup.ProviderInfrastructure, capwinsetup.ProviderBootstrap}, true},
+		{[]string{capwinsetup.ProviderBootstrap}, false},
 	} {
 		t.Run(tt.providers[0], func(t *testing.T) {
 			g := NewWithT(t)

@@ -42,7 +42,7 @@ import (
 
 	"sigs.k8s.io/cluster-api/core/setup"
 
-	capwinmanager "github.com/capwin/capwin/internal/manager"
+	capwinsetup "github.com/capwin/capwin/setup"
 	"github.com/capwin/capwin/test/envtest"
 	"github.com/capwin/capwin/webhooks"
 )
@@ -273,15 +273,15 @@ func (s *Sim) StartCapwin(ctx context.Context) error {
 		o.Logger = s.log.WithName("capwin")
 		// As capwin-manager: Secrets and ConfigMaps read uncached, the
 		// clusters' Secrets cached for the ClusterCache.
-		o.Cache = capwinmanager.CacheOptions(10 * time.Minute)
+		o.Cache = capwinsetup.CacheOptions(10 * time.Minute)
 		o.Client = setup.ManagerClientOptions()
 		o.WebhookServer = nil
 	})
 	if err != nil {
 		return err
 	}
-	err = capwinmanager.Setup(ctx, mgr, capwinmanager.Options{
-		Providers:   []string{capwinmanager.ProviderInfrastructure, capwinmanager.ProviderBootstrap},
+	err = capwinsetup.Setup(ctx, mgr, capwinsetup.Options{
+		Providers:   []string{capwinsetup.ProviderInfrastructure, capwinsetup.ProviderBootstrap},
 		Namespace:   ControllerNamespace,
 		Concurrency: 10,
 		Name:        "capwin-manager",

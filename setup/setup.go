@@ -1,7 +1,7 @@
-// Package manager registers capwin's reconcilers and webhooks with a
+// Package setup registers capwin's reconcilers and webhooks with a
 // controller-runtime manager: what capwin-manager runs, and what the
 // simulated environment (test/sim) runs, so both run the same thing.
-package manager
+package setup
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
-	"sigs.k8s.io/cluster-api/core/setup"
+	capisetup "sigs.k8s.io/cluster-api/core/setup"
 
 	"github.com/capwin/capwin/bootstrap/reconciler"
 	"github.com/capwin/capwin/controllers"
@@ -77,14 +77,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 	}
 	if slices.Contains(o.Providers, ProviderBootstrap) {
-		secretClient, err := setup.CreateSecretCachingClient(mgr)
+		secretClient, err := capisetup.CreateSecretCachingClient(mgr)
 		if err != nil {
 			return err
 		}
 		cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
 			SecretClient: secretClient,
-			Cache:        setup.ClusterCacheCacheOptions(),
-			Client:       setup.ClusterCacheClientOptions(o.Name, 20, 30),
+			Cache:        capisetup.ClusterCacheCacheOptions(),
+			Client:       capisetup.ClusterCacheClientOptions(o.Name, 20, 30),
 		}, copts)
 		if err != nil {
 			return fmt.Errorf("setting up the ClusterCache: %w", err)
