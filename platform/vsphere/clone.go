@@ -1,0 +1,106 @@
+package vsphere
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+)
+
+// clone starts the clone of the machine's template: configured, with its
+// guestinfo, and powered on when done.
+func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (State, error) {
+	inv, err := s.inventory(ctx, dc, m.Spec)
+	if err != nil {
+		return State{}, err
+	}
+	guestinfo, err := GuestInfo(m, nil)
+	if err != nil {
+		return State{}, err
+	}
+	config := &types.VirtualMachineConfigSpec{
+		InstanceUuid: InstanceUUID(m.Namespace, m.Name),
+		NumCPUs:      m.Spec.NumCPUs,
+		MemoryMB:     m.Spec.MemoryMiB,
+		ExtraConfig:  guestinfo,
+	}
+	config.DeviceChange, err = deviceChanges(inv, m.Spec)
+	if err != nil {
+		return State{}, err
+	}
+	relocate := types.VirtualMachineRelocateSpec{Pool: types.NewReference(inv.pool)}
+	if inv.datastore != nil {
+		relocate.Datastore = types.NewReference(*inv.datastore)
+	}
+	// A machine with static addresses is powered on only once its metadata
+	// names its NICs by the MAC addresses vCenter gives them.
+	spec := types.VirtualMachineCloneSpec{Location: relocate, Config: config, PowerOn: !hasStatic(m.Spec)}
+	if m.Spec.CloneMode == infrav1.LinkedClone {
+		spec.Location.DiskMoveType = string(types.VirtualMachineRelocateDiskMoveOptionsCreateNewChildDiskBacking)
+		if inv.snapshot == nil {
+			s.forgetInventory(dc, m.Spec) // look again next time: a snapshot may be taken
+			return State{}, fmt.Errorf("%w: template %s has no snapshot for a LinkedClone", ErrNotFound, m.Spec.Template)
+		}
+		spec.Snapshot = inv.snapshot
+	}
+	template := object.NewVirtualMachine(s.Client, inv.template)
+	task, err := template.Clone(ctx, object.NewFolder(s.Client, inv.folder), m.Name, spec)
+	if err != nil {
+		if isFault[*types.DuplicateName](err) {
+			// Another VM has the name, or this machine's own clone, whose
+			// request was cut short (a restart) before its task was
+			// recorded, is still running: the next reconcile finds the
+			// latter by instance UUID once it ends.
+			return State{}, fmt.Errorf("a VM named %s already exists in the folder without this machine's instance UUID: another VM has the name, or this machine's clone, started before a restart, is still running", m.Name)
+		}
+		if isFault[*types.ManagedObjectNotFound](err) {
+			// The template, folder, pool or datastore was replaced since it was looked up.
+			s.forgetInventory(dc, m.Spec)
+		}
+		return State{}, fmt.Errorf("cloning template %s: %w", m.Spec.Template, err)
+	}
+	return State{TaskRef: task.Reference().Value}, nil
+}
+
+// deviceChanges points the template's NICs at the spec's networks (adding
+// NICs where the template has fewer) and grows the first disk.
+func deviceChanges(inv *inventory, spec *infrav1.VSphereMachineSpec) ([]types.BaseVirtualDeviceConfigSpec, error) {
+	var changes []types.BaseVirtualDeviceConfigSpec
+	nics := inv.devices.SelectByType((*types.VirtualEthernetCard)(nil))
+	for i, backing := range inv.networks {
+		if i < len(nics) {
+			// The template's devices are cached and shared: edit a copy.
+			dev := reflect.New(reflect.TypeOf(nics[i]).Elem())
+			dev.Elem().Set(reflect.ValueOf(nics[i]).Elem())
+			edited := dev.Interface().(types.BaseVirtualDevice)
+			edited.(types.BaseVirtualEthernetCard).GetVirtualEthernetCard().Backing = backing
+			changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: edited})
+			continue
+		}
+		dev, err := object.EthernetCardTypes().CreateEthernetCard("vmxnet3", backing)
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationAdd, Device: dev})
+	}
+	if spec.DiskGiB > 0 {
+		disks := inv.devices.SelectByType((*types.VirtualDisk)(nil))
+		if len(disks) == 0 {
+			return nil, fmt.Errorf("%w: template %s has no disk to resize", ErrNotFound, spec.Template)
+		}
+		disk := disks[0].(*types.VirtualDisk)
+		want := int64(spec.DiskGiB) * 1024 * 1024 * 1024
+		if disk.CapacityInBytes > want {
+			return nil, fmt.Errorf("diskGiB %d is smaller than template %s's disk (%d GiB): a disk can only grow", spec.DiskGiB, spec.Template, disk.CapacityInBytes>>30)
+		}
+		grown := *disk
+		grown.CapacityInBytes = want
+		grown.CapacityInKB = want / 1024
+		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: &grown})
+	}
+	return changes, nil
+}

@@ -1,0 +1,182 @@
+package vsphere
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+	"sigs.k8s.io/yaml"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/internal/userdata"
+)
+
+// GuestInfo is the extraConfig that hands the machine its metadata and user
+// data: cloudbase-init (Windows) and cloud-init (Linux) read the same
+// guestinfo keys. Both are gzip+base64 encoded. macs are the NICs' MAC
+// addresses once vCenter has given them, nil before.
+func GuestInfo(m Machine, macs []string) ([]types.BaseOptionValue, error) {
+	meta, err := metadata(m, macs)
+	if err != nil {
+		return nil, err
+	}
+	metaEnc, err := userdata.GzipBase64(meta)
+	if err != nil {
+		return nil, err
+	}
+	values := []types.BaseOptionValue{
+		&types.OptionValue{Key: "guestinfo.metadata", Value: metaEnc},
+		&types.OptionValue{Key: "guestinfo.metadata.encoding", Value: "gzip+base64"},
+	}
+	if len(m.UserData) > 0 {
+		userEnc, err := userdata.GzipBase64(m.UserData)
+		if err != nil {
+			return nil, err
+		}
+		values = append(values,
+			&types.OptionValue{Key: "guestinfo.userdata", Value: userEnc},
+			&types.OptionValue{Key: "guestinfo.userdata.encoding", Value: "gzip+base64"})
+	}
+	return values, nil
+}
+
+// metadata is the instance metadata: the host name and the network. A NIC
+// is matched by its MAC address when it is known.
+func metadata(m Machine, macs []string) ([]byte, error) {
+	type ethernet struct {
+		Match       map[string]string   `json:"match,omitempty"`
+		SetName     string              `json:"set-name,omitempty"`
+		DHCP4       bool                `json:"dhcp4,omitempty"`
+		Addresses   []string            `json:"addresses,omitempty"`
+		Gateway4    string              `json:"gateway4,omitempty"`
+		Nameservers map[string][]string `json:"nameservers,omitempty"`
+	}
+	ethernets := map[string]ethernet{}
+	for i, d := range m.Spec.Network {
+		e := ethernet{DHCP4: d.DHCP4 != nil && *d.DHCP4, Addresses: d.IPAddrs, Gateway4: d.Gateway4}
+		if len(d.Nameservers) > 0 {
+			e.Nameservers = map[string][]string{"addresses": d.Nameservers}
+		}
+		if i < len(macs) && macs[i] != "" {
+			e.Match = map[string]string{"macaddress": macs[i]}
+			e.SetName = fmt.Sprintf("eth%d", i)
+		}
+		ethernets[fmt.Sprintf("id%d", i)] = e
+	}
+	return yaml.Marshal(map[string]any{
+		"instance-id":    InstanceUUID(m.Namespace, m.Name),
+		"local-hostname": m.ComputerName,
+		"network":        map[string]any{"version": 2, "ethernets": ethernets},
+	})
+}
+
+// hasStatic reports whether a device of the spec has static addresses.
+func hasStatic(spec *infrav1.VSphereMachineSpec) bool {
+	for _, d := range spec.Network {
+		if len(d.IPAddrs) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// writeStaticMetadata rewrites guestinfo.metadata with the NICs' MAC
+// addresses, which the guest matches its static addresses on. It returns the
+// reconfigure task, or nothing when the metadata is already right.
+func (s *Session) writeStaticMetadata(ctx context.Context, vm *object.VirtualMachine, config *types.VirtualMachineConfigInfo, m Machine) (string, error) {
+	var macs []string
+	for _, d := range object.VirtualDeviceList(config.Hardware.Device).SelectByType((*types.VirtualEthernetCard)(nil)) {
+		macs = append(macs, d.(types.BaseVirtualEthernetCard).GetVirtualEthernetCard().MacAddress)
+	}
+	want, err := metadata(m, macs)
+	if err != nil {
+		return "", err
+	}
+	for _, v := range config.ExtraConfig {
+		if ov := v.GetOptionValue(); ov.Key == "guestinfo.metadata" {
+			if have, err := gunzipBase64(fmt.Sprint(ov.Value)); err == nil && bytes.Equal(have, want) {
+				return "", nil
+			}
+		}
+	}
+	values, err := GuestInfo(Machine{Namespace: m.Namespace, Name: m.Name, Spec: m.Spec, ComputerName: m.ComputerName}, macs)
+	if err != nil {
+		return "", err
+	}
+	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{ExtraConfig: values})
+	if err != nil {
+		return "", fmt.Errorf("writing the network metadata of VM %s: %w", vm.Reference().Value, err)
+	}
+	return task.Reference().Value, nil
+}
+
+func gunzipBase64(s string) ([]byte, error) {
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
+}
+
+// ClearUserData removes guestinfo.userdata from the VM once the node has
+// joined: the bootstrap token in it must not stay readable to anyone with
+// read access to the VM.
+func (s *Session) ClearUserData(ctx context.Context, m Machine) (taskRef string, err error) {
+	return retryStale(s, m, func() (string, error) { return s.clearUserData(ctx, m) })
+}
+
+func (s *Session) clearUserData(ctx context.Context, m Machine) (string, error) {
+	dc, err := s.datacenter(ctx, m.Datacenter)
+	if err != nil {
+		return "", err
+	}
+	vm, err := s.findVM(ctx, dc, m)
+	if err != nil || vm == nil {
+		return "", err
+	}
+	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{
+		&types.OptionValue{Key: "guestinfo.userdata", Value: ""},
+		&types.OptionValue{Key: "guestinfo.userdata.encoding", Value: ""},
+	}})
+	if err != nil {
+		return "", fmt.Errorf("clearing the user data of VM %s: %w", vm.Reference().Value, err)
+	}
+	// Whether it worked is seen through UserDataCleared on a later reconcile.
+	return task.Reference().Value, nil
+}
+
+// UserDataCleared reports whether the VM no longer carries user data.
+func (s *Session) UserDataCleared(ctx context.Context, m Machine) (bool, error) {
+	return retryStale(s, m, func() (bool, error) { return s.userDataCleared(ctx, m) })
+}
+
+func (s *Session) userDataCleared(ctx context.Context, m Machine) (bool, error) {
+	dc, err := s.datacenter(ctx, m.Datacenter)
+	if err != nil {
+		return false, err
+	}
+	vm, err := s.findVM(ctx, dc, m)
+	if err != nil || vm == nil {
+		return vm == nil && err == nil, err
+	}
+	var o mo.VirtualMachine
+	if err := vm.Properties(ctx, vm.Reference(), []string{"config.extraConfig"}, &o); err != nil {
+		return false, err
+	}
+	for _, v := range o.Config.ExtraConfig {
+		if ov := v.GetOptionValue(); ov.Key == "guestinfo.userdata" && ov.Value != "" {
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,111 @@
+package vsphere
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// State is what a reconcile found or started.
+type State struct {
+	// TaskRef is a task still running: record it and come back later.
+	TaskRef string
+	// Exists is true once the VM exists.
+	Exists bool
+	// BIOSUUID is the VM's BIOS UUID, the Node's provider ID suffix.
+	BIOSUUID  string
+	PoweredOn bool
+	// Addresses are the guest's IP addresses, once VMware Tools reports them.
+	Addresses []string
+}
+
+// ProviderID is the provider ID of a VM as the vSphere cloud provider sets it.
+func (s State) ProviderID() string {
+	if s.BIOSUUID == "" {
+		return ""
+	}
+	return "vsphere://" + s.BIOSUUID
+}
+
+// observe reads the VM's state and powers it on if it is off.
+func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Machine) (State, error) {
+	var o mo.VirtualMachine
+	props := []string{"config.uuid", "runtime.powerState", "guest.net"}
+	if hasStatic(m.Spec) {
+		props = append(props, "config.hardware.device", "config.extraConfig")
+	}
+	if err := vm.Properties(ctx, vm.Reference(), props, &o); err != nil {
+		return State{}, fmt.Errorf("reading VM %s: %w", vm.Reference().Value, err)
+	}
+	st := State{Exists: true}
+	if o.Config != nil {
+		st.BIOSUUID = o.Config.Uuid
+	}
+	st.PoweredOn = o.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
+	if o.Guest != nil {
+		for _, nic := range o.Guest.Net {
+			st.Addresses = append(st.Addresses, nic.IpAddress...)
+		}
+	}
+	if !st.PoweredOn {
+		if m.TaskRef != "" {
+			ts, err := s.checkTask(ctx, m.TaskRef)
+			if err != nil || ts.TaskRef != "" {
+				st.TaskRef = ts.TaskRef
+				return st, err
+			}
+		}
+		if hasStatic(m.Spec) && o.Config != nil {
+			task, err := s.writeStaticMetadata(ctx, vm, o.Config, m)
+			if err != nil || task != "" {
+				st.TaskRef = task
+				return st, err
+			}
+		}
+		task, err := vm.PowerOn(ctx)
+		if err != nil {
+			return st, fmt.Errorf("powering on VM %s: %w", vm.Reference().Value, err)
+		}
+		st.TaskRef = task.Reference().Value
+	}
+	return st, nil
+}
+
+// checkTask returns the task's reference while it runs, nothing once it
+// succeeded, and ErrTaskFailed with vCenter's message when it failed.
+func (s *Session) checkTask(ctx context.Context, ref string) (State, error) {
+	var task mo.Task
+	moref := types.ManagedObjectReference{Type: "Task", Value: ref}
+	if err := property.DefaultCollector(s.Client).RetrieveOne(ctx, moref, []string{"info.state", "info.error", "info.descriptionId"}, &task); err != nil {
+		if isFault[*types.ManagedObjectNotFound](err) {
+			// vCenter forgets finished tasks after a while: look at the VM.
+			return State{}, nil
+		}
+		return State{}, fmt.Errorf("reading task %s: %w", ref, err)
+	}
+	switch task.Info.State {
+	case types.TaskInfoStateQueued, types.TaskInfoStateRunning:
+		return State{TaskRef: ref}, nil
+	case types.TaskInfoStateError:
+		msg := "unknown error"
+		if e := task.Info.Error; e != nil {
+			msg = e.LocalizedMessage
+			if e.Fault != nil {
+				// The fault's type says what went wrong when vCenter gives no message.
+				name := reflect.TypeOf(e.Fault).Elem().Name()
+				if msg == "" {
+					msg = name
+				} else {
+					msg = name + ": " + msg
+				}
+			}
+		}
+		return State{}, fmt.Errorf("%w: %s: %s", ErrTaskFailed, task.Info.DescriptionId, msg)
+	}
+	return State{}, nil
+}
