@@ -2,7 +2,6 @@ package payload
 
 import (
 	"bytes"
-	"compress/gzip"
 	_ "embed"
 	"encoding/base64"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
+	"github.com/capwin/capwin/internal/userdata"
 	"github.com/capwin/capwin/node-components/nodeconfig"
 	"github.com/capwin/capwin/node-components/render"
 )
@@ -95,21 +95,9 @@ func Render(in Input) (*Payload, error) {
 }
 
 // GzipBase64 is the script gzipped and base64-encoded, as vSphere guestinfo
-// carries it (guestinfo.userdata.encoding = gzip+base64).
-func (p *Payload) GzipBase64() (string, error) {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return "", err
-	}
-	if _, err := zw.Write(p.Script); err != nil {
-		return "", err
-	}
-	if err := zw.Close(); err != nil {
-		return "", err
-	}
-	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
-}
+// carries it (guestinfo.userdata.encoding = gzip+base64); the vSphere
+// platform encodes with the same function.
+func (p *Payload) GzipBase64() (string, error) { return userdata.GzipBase64(p.Script) }
 
 // ErrTooLarge is returned by CheckSize for a payload over MaxSize.
 var ErrTooLarge = errors.New("bootstrap payload too large")
