@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/Microsoft/hnslib v0.1.3
+	github.com/alexflint/go-filemutex v1.3.0
 	github.com/containernetworking/plugins v1.9.1
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
@@ -18,7 +19,6 @@ require (
 
 require (
 	github.com/Microsoft/go-winio v0.6.2 // indirect
-	github.com/alexflint/go-filemutex v1.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
