@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"io"
 )
 
 // GzipBase64 is data gzipped at the best compression and base64-encoded:
@@ -25,4 +26,18 @@ func GzipBase64(data []byte) (string, error) {
 		return "", err
 	}
 	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+}
+
+// DecodeGzipBase64 is GzipBase64's inverse, as a guest's cloud-init or
+// cloudbase-init reads the value.
+func DecodeGzipBase64(s string) ([]byte, error) {
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
 }

@@ -2,9 +2,6 @@ package userdata
 
 import (
 	"bytes"
-	"compress/gzip"
-	"encoding/base64"
-	"io"
 	"testing"
 )
 
@@ -14,19 +11,14 @@ func TestGzipBase64RoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := base64.StdEncoding.DecodeString(enc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := io.ReadAll(zr)
+	out, err := DecodeGzipBase64(enc)
 	if err != nil || !bytes.Equal(out, in) {
 		t.Fatalf("round trip: %v", err)
 	}
 	if len(enc) >= len(in) {
 		t.Errorf("%d bytes encoded from %d: not compressed", len(enc), len(in))
+	}
+	if _, err := DecodeGzipBase64("not base64!"); err == nil {
+		t.Error("garbage decoded")
 	}
 }

@@ -2,11 +2,8 @@ package vsphere
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/base64"
 	"fmt"
-	"io"
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -100,7 +97,7 @@ func (s *Session) writeStaticMetadata(ctx context.Context, vm *object.VirtualMac
 	}
 	for _, v := range config.ExtraConfig {
 		if ov := v.GetOptionValue(); ov.Key == "guestinfo.metadata" {
-			if have, err := gunzipBase64(fmt.Sprint(ov.Value)); err == nil && bytes.Equal(have, want) {
+			if have, err := userdata.DecodeGzipBase64(fmt.Sprint(ov.Value)); err == nil && bytes.Equal(have, want) {
 				return "", nil
 			}
 		}
@@ -114,18 +111,6 @@ func (s *Session) writeStaticMetadata(ctx context.Context, vm *object.VirtualMac
 		return "", fmt.Errorf("writing the network metadata of VM %s: %w", vm.Reference().Value, err)
 	}
 	return task.Reference().Value, nil
-}
-
-func gunzipBase64(s string) ([]byte, error) {
-	raw, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return nil, err
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	return io.ReadAll(zr)
 }
 
 // ClearUserData removes guestinfo.userdata from the VM once the node has

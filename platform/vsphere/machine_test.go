@@ -1,14 +1,10 @@
 package vsphere
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/tls"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"strings"
 	"testing"
@@ -23,6 +19,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+
+	"github.com/capwin/capwin/internal/userdata"
 )
 
 // vcsim starts an in-process vCenter simulator (one datacenter DC0, a
@@ -304,15 +302,7 @@ func mustDC(ctx context.Context, t testing.TB, s *Session) *object.Datacenter {
 
 func decode(t testing.TB, s string) string {
 	t.Helper()
-	raw, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := io.ReadAll(zr)
+	out, err := userdata.DecodeGzipBase64(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
@@ -11,7 +9,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -31,6 +28,8 @@ import (
 
 	"github.com/capwin/capwin/bootstrap/payload"
 	"github.com/capwin/capwin/node-components/nodeconfig"
+
+	"github.com/capwin/capwin/internal/userdata"
 )
 
 // Failure is how a guest misbehaves, for tests of remediation.
@@ -453,15 +452,11 @@ func decodeGuestinfo(extra map[string]string, key string) ([]byte, error) {
 	case "base64", "b64":
 		return base64.StdEncoding.DecodeString(v)
 	case "gzip+base64", "gz+b64":
-		raw, err := base64.StdEncoding.DecodeString(v)
+		data, err := userdata.DecodeGzipBase64(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
 		}
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		return io.ReadAll(zr)
+		return data, nil
 	default:
 		return nil, fmt.Errorf("%s.encoding %q is not one cloud-init or cloudbase-init reads", key, enc)
 	}
