@@ -33,7 +33,7 @@ type Config struct {
 
 	// CSIProxy installs and starts csi-proxy before the kubelet.
 	CSIProxy bool `json:"csiProxy,omitempty"`
-	// GMSA installs the credential-spec plumbing for gMSA.
+	// GMSA is the config's gmsa.enabled; the agent does not act on it yet.
 	GMSA bool `json:"gmsa,omitempty"`
 	// Proxy is the machine-wide HTTP proxy environment, if any.
 	Proxy *Proxy `json:"proxy,omitempty"`
@@ -89,7 +89,8 @@ type Containerd struct {
 	// PauseImage is the sandbox image; the agent picks the pinned one for
 	// the host build when empty.
 	PauseImage string `json:"pauseImage,omitempty"`
-	// Isolation is Process or HyperV.
+	// Isolation is Process or HyperV; HyperV adds containerd's Hyper-V
+	// handler and requires the Hyper-V feature.
 	Isolation string `json:"isolation"`
 	// RegistryMirrors maps registries to mirror endpoints.
 	RegistryMirrors []RegistryMirror `json:"registryMirrors,omitempty"`

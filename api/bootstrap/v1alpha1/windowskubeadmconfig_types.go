@@ -37,7 +37,8 @@ type WindowsKubeadmConfigSpec struct {
 	// +optional
 	CSIProxy CSIProxySpec `json:"csiProxy,omitempty,omitzero"`
 
-	// gmsa prepares the node for group Managed Service Accounts.
+	// gmsa is passed to the node for group Managed Service Accounts; the node
+	// agent does nothing with it yet (see gmsa.enabled).
 	// +optional
 	GMSA GMSASpec `json:"gmsa,omitempty,omitzero"`
 
@@ -140,7 +141,9 @@ type Isolation string
 const (
 	// ProcessIsolation shares the host kernel; the container's build must match the host's.
 	ProcessIsolation Isolation = "Process"
-	// HyperVIsolation runs each pod in a utility VM; the Hyper-V feature is enabled on the node.
+	// HyperVIsolation adds containerd's Hyper-V handler, which runs each pod of
+	// a RuntimeClass naming it in a utility VM; the image must have the
+	// Hyper-V feature (the node agent checks it, it does not enable it).
 	HyperVIsolation Isolation = "HyperV"
 )
 
@@ -164,7 +167,9 @@ type ContainerdSpec struct {
 	// +kubebuilder:validation:MaxLength=512
 	PauseImage string `json:"pauseImage,omitempty"`
 
-	// isolation is the default isolation: Process (default) or HyperV.
+	// isolation is Process (default) or HyperV. Pods run with process
+	// isolation either way unless their RuntimeClass names the Hyper-V
+	// handler runhcs-wcow-hypervisor, which HyperV adds.
 	// +optional
 	Isolation Isolation `json:"isolation,omitempty"`
 
@@ -299,9 +304,12 @@ type CSIProxySpec struct {
 	Enabled *bool `json:"enabled,omitempty"`
 }
 
-// GMSASpec prepares a node for group Managed Service Accounts.
+// GMSASpec is about group Managed Service Accounts on a node.
 type GMSASpec struct {
-	// enabled installs the credential-spec plumbing a gMSA webhook relies on.
+	// enabled is carried in the node configuration. The node agent does not
+	// act on it yet: the credential specs and their webhook are the cluster's,
+	// and a node outside the domain would also need Windows' container
+	// credential guard plug-in configured, which capwin does not do yet.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 }
