@@ -61,30 +61,45 @@ func openService(m *mgr.Mgr, name string) (*mgr.Service, error) {
 	return s, nil
 }
 
+// withService runs f on an open service, connected to the service manager
+// for that call only; a missing service is host.ErrNotExist.
+func withService(name string, f func(s *mgr.Service) error) error {
+	m, err := connectSCM()
+	if err != nil {
+		return err
+	}
+	defer m.Disconnect() //nolint:errcheck // nothing to do about it
+	s, err := openService(m, name)
+	if err != nil {
+		return err
+	}
+	defer s.Close() //nolint:errcheck // nothing to do about it
+	return f(s)
+}
+
 // Get reads a service's registration and state.
 func (services) Get(_ context.Context, name string) (host.ServiceSpec, host.ServiceState, error) {
 	if err := checkServiceName(name); err != nil {
 		return host.ServiceSpec{}, "", fmt.Errorf("reading service %s: %w", name, err)
 	}
-	m, err := connectSCM()
+	var spec host.ServiceSpec
+	var state host.ServiceState
+	err := withService(name, func(s *mgr.Service) error {
+		var err error
+		if spec, err = readService(s); err != nil {
+			return err
+		}
+		status, err := s.Query()
+		if err != nil {
+			return fmt.Errorf("querying the state of service %s: %w", name, err)
+		}
+		state = serviceState(status.State)
+		return nil
+	})
 	if err != nil {
 		return host.ServiceSpec{}, "", err
 	}
-	defer m.Disconnect() //nolint:errcheck // nothing to do about it
-	s, err := openService(m, name)
-	if err != nil {
-		return host.ServiceSpec{}, "", err
-	}
-	defer s.Close() //nolint:errcheck // nothing to do about it
-	spec, err := readService(s)
-	if err != nil {
-		return host.ServiceSpec{}, "", err
-	}
-	status, err := s.Query()
-	if err != nil {
-		return host.ServiceSpec{}, "", fmt.Errorf("querying the state of service %s: %w", name, err)
-	}
-	return spec, serviceState(status.State), nil
+	return spec, state, nil
 }
 
 func readService(s *mgr.Service) (host.ServiceSpec, error) {
@@ -325,25 +340,17 @@ func (services) Update(_ context.Context, spec host.ServiceSpec) error {
 	if err != nil {
 		return fmt.Errorf("updating service %s: %w", spec.Name, err)
 	}
-	m, err := connectSCM()
-	if err != nil {
-		return err
-	}
-	defer m.Disconnect() //nolint:errcheck // nothing to do about it
-	s, err := openService(m, spec.Name)
-	if err != nil {
-		return err
-	}
-	defer s.Close() //nolint:errcheck // nothing to do about it
-	// A NULL load order group and tag leave them as they are; capwin sets
-	// neither.
-	err = windows.ChangeServiceConfig(s.Handle, windows.SERVICE_WIN32_OWN_PROCESS, c.startType,
-		windows.SERVICE_ERROR_NORMAL, c.commandLine, nil, nil, c.dependencies, c.account, c.password,
-		c.displayName)
-	if err != nil {
-		return fmt.Errorf("updating service %s: %w", spec.Name, err)
-	}
-	return configureService(s, spec)
+	return withService(spec.Name, func(s *mgr.Service) error {
+		// A NULL load order group and tag leave them as they are; capwin
+		// sets neither.
+		err := windows.ChangeServiceConfig(s.Handle, windows.SERVICE_WIN32_OWN_PROCESS, c.startType,
+			windows.SERVICE_ERROR_NORMAL, c.commandLine, nil, nil, c.dependencies, c.account, c.password,
+			c.displayName)
+		if err != nil {
+			return fmt.Errorf("updating service %s: %w", spec.Name, err)
+		}
+		return configureService(s, spec)
+	})
 }
 
 // configureService writes what CreateService and ChangeServiceConfig do not
@@ -447,16 +454,11 @@ func (services) Start(ctx context.Context, name string) error {
 	if err := checkServiceName(name); err != nil {
 		return fmt.Errorf("starting service %s: %w", name, err)
 	}
-	m, err := connectSCM()
-	if err != nil {
-		return err
-	}
-	defer m.Disconnect() //nolint:errcheck // nothing to do about it
-	s, err := openService(m, name)
-	if err != nil {
-		return err
-	}
-	defer s.Close() //nolint:errcheck // nothing to do about it
+	return withService(name, func(s *mgr.Service) error { return startService(ctx, s, name) })
+}
+
+// startService starts an open service and waits until it runs.
+func startService(ctx context.Context, s *mgr.Service, name string) error {
 	status, err := s.Query()
 	if err != nil {
 		return fmt.Errorf("querying the state of service %s: %w", name, err)
@@ -517,17 +519,7 @@ func (services) Stop(ctx context.Context, name string) error {
 	if err := checkServiceName(name); err != nil {
 		return fmt.Errorf("stopping service %s: %w", name, err)
 	}
-	m, err := connectSCM()
-	if err != nil {
-		return err
-	}
-	defer m.Disconnect() //nolint:errcheck // nothing to do about it
-	s, err := openService(m, name)
-	if err != nil {
-		return err
-	}
-	defer s.Close() //nolint:errcheck // nothing to do about it
-	return stopService(ctx, s)
+	return withService(name, func(s *mgr.Service) error { return stopService(ctx, s) })
 }
 
 // stopService sends a service the stop control until it is stopping, and
