@@ -12,6 +12,7 @@ import (
 	"github.com/capwin/capwin/node-components/host/sim"
 	"github.com/capwin/capwin/node-components/layout"
 	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/node-components/nodeconfig/nodeconfigtest"
 )
 
 const testToken = "abcdef.0123456789abcdef"
@@ -172,30 +173,15 @@ func (n *node) shellScripts() []string {
 	return append([]string(nil), n.shell...)
 }
 
+// validConfig is the common worker with a join token of this package's,
+// files and commands.
 func validConfig() *nodeconfig.Config {
-	return &nodeconfig.Config{
-		SchemaVersion:     nodeconfig.SchemaVersion,
-		NodeName:          "win1-md-q3zk5a",
-		KubernetesVersion: "v1.36.3",
-		WindowsBuild:      "10.0.20348",
-		Join: nodeconfig.Join{
-			APIServerEndpoint: "10.0.0.100:6443",
-			Token:             testToken,
-			CACertHashes:      []string{"sha256:" + strings.Repeat("ab", 32)},
-		},
-		Labels:     map[string]string{"node.kubernetes.io/windows-build": "10.0.20348"},
-		Taints:     []nodeconfig.Taint{{Key: "os", Value: "windows", Effect: "NoSchedule"}},
-		Kubelet:    nodeconfig.Kubelet{SystemReserved: map[string]string{"memory": "1536Mi", "cpu": "500m"}, KubeReserved: map[string]string{"memory": "512Mi"}},
-		Containerd: nodeconfig.Containerd{Isolation: "Process"},
-		Network: nodeconfig.Network{
-			CNI: "flannel", Mode: "overlay", VXLANVNI: 4096, VXLANPort: 4789,
-			PodCIDRs: []string{"10.244.0.0/16"}, ServiceCIDRs: []string{"10.96.0.0/12"}, NodeSubnet: "10.0.0.0/24",
-			OutboundNATExceptions: []string{"10.244.0.0/16", "10.96.0.0/12", "10.0.0.0/24"},
-		},
-		PreJoinCommands:  []string{"Write-Output pre-1", "Write-Output pre-2"},
-		PostJoinCommands: []string{"Write-Output post-1"},
-		Files:            []nodeconfig.File{{Path: `C:\etc\capwin\extra.txt`, Content: "aGVsbG8="}},
-	}
+	c := nodeconfigtest.Worker()
+	c.Join.Token = testToken
+	c.PreJoinCommands = []string{"Write-Output pre-1", "Write-Output pre-2"}
+	c.PostJoinCommands = []string{"Write-Output post-1"}
+	c.Files = []nodeconfig.File{{Path: `C:\etc\capwin\extra.txt`, Content: "aGVsbG8="}}
+	return c
 }
 
 // writeBundle writes a bundle of stand-in binaries, as make bundle lays it out.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/node-components/nodeconfig/nodeconfigtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -18,33 +19,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // one for cluster win1.
 type node struct{ c nodeconfig.Config }
 
-func newNode() *node {
-	return &node{c: nodeconfig.Config{
-		SchemaVersion:     nodeconfig.SchemaVersion,
-		NodeName:          "win1-md-q3zk5a",
-		KubernetesVersion: "v1.36.3",
-		WindowsBuild:      "10.0.20348",
-		Join: nodeconfig.Join{
-			APIServerEndpoint: "10.0.0.100:6443",
-			Token:             "abcdef.0123456789abcdef",
-			CACertHashes:      []string{"sha256:7b4a53d0a7b1f9a2d2c6f0e8f3b1c9a4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b0"},
-		},
-		Labels: map[string]string{"node.kubernetes.io/windows-build": "10.0.20348"},
-		Taints: []nodeconfig.Taint{{Key: "os", Value: "windows", Effect: "NoSchedule"}},
-		Kubelet: nodeconfig.Kubelet{
-			SystemReserved: map[string]string{"cpu": "500m", "memory": "1536Mi"},
-			KubeReserved:   map[string]string{"cpu": "500m", "memory": "512Mi"},
-		},
-		Containerd: nodeconfig.Containerd{Isolation: "Process"},
-		Network: nodeconfig.Network{
-			CNI: "flannel", Mode: "overlay", VXLANVNI: 4096, VXLANPort: 4789,
-			PodCIDRs:              []string{"10.244.0.0/16"},
-			ServiceCIDRs:          []string{"10.96.0.0/12"},
-			NodeSubnet:            "10.0.0.0/24",
-			OutboundNATExceptions: []string{"10.244.0.0/16", "10.96.0.0/12", "10.0.0.0/24"},
-		},
-	}}
-}
+func newNode() *node { return &node{c: *nodeconfigtest.Worker()} }
 
 func (n *node) l2bridge() *node {
 	n.c.Network.Mode, n.c.Network.VXLANVNI, n.c.Network.VXLANPort = "l2bridge", 0, 0

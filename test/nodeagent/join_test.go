@@ -33,6 +33,7 @@ import (
 	"github.com/capwin/capwin/node-components/host/sim"
 	"github.com/capwin/capwin/node-components/layout"
 	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/node-components/nodeconfig/nodeconfigtest"
 )
 
 // windowsNode is an in-memory Windows host with the bundle installed and
@@ -57,17 +58,8 @@ type windowsNode struct {
 func newWindowsNode(t *testing.T, join nodeconfig.Join, name string) *windowsNode {
 	g := NewWithT(t)
 	n := &windowsNode{host: sim.New(sim.Options{Root: t.TempDir(), ComputerName: strings.ToUpper(name)})}
-	n.cfg = &nodeconfig.Config{
-		SchemaVersion: nodeconfig.SchemaVersion, NodeName: name, KubernetesVersion: "v1.36.3", WindowsBuild: "10.0.20348",
-		Join:       join,
-		Labels:     map[string]string{corev1.LabelWindowsBuild: "10.0.20348"},
-		Taints:     []nodeconfig.Taint{{Key: "os", Value: "windows", Effect: "NoSchedule"}},
-		Kubelet:    nodeconfig.Kubelet{SystemReserved: map[string]string{"memory": "1536Mi"}, KubeReserved: map[string]string{"memory": "512Mi"}},
-		Containerd: nodeconfig.Containerd{Isolation: "Process"},
-		Network: nodeconfig.Network{CNI: "flannel", Mode: "overlay", VXLANVNI: 4096, VXLANPort: 4789,
-			PodCIDRs: []string{"10.244.0.0/16"}, ServiceCIDRs: []string{"10.96.0.0/12"},
-			OutboundNATExceptions: []string{"10.244.0.0/16", "10.96.0.0/12"}},
-	}
+	n.cfg = nodeconfigtest.Worker()
+	n.cfg.NodeName, n.cfg.Join = name, join
 	data, err := json.Marshal(n.cfg)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n.host.FS().WriteFile(layout.NodeConfig, data, true)).To(Succeed())
