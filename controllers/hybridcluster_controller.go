@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -23,20 +21,15 @@ import (
 	"sigs.k8s.io/cluster-api/util/paused"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
-	"github.com/capwin/capwin/platform/vsphere"
+	"github.com/capwin/capwin/platform"
 )
-
-// platformRetry is how soon an unreachable or misconfigured platform is tried
-// again: often enough to notice a fix, seldom enough never to storm vCenter.
-const platformRetry = 30 * time.Second
 
 // HybridClusterReconciler checks that a HybridCluster's platform can be used
 // and marks its infrastructure provisioned.
 type HybridClusterReconciler struct {
-	Client   client.Client
-	Sessions *vsphere.Sessions
-	// ControllerNamespace holds the Secrets of HybridClusterIdentities.
-	ControllerNamespace string
+	Client client.Client
+	// Platforms gives each HybridCluster its platform.
+	Platforms platform.Factory
 }
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=hybridclusters;hybridclusters/status;hybridclusters/finalizers,verbs=get;list;watch;update;patch
@@ -45,8 +38,8 @@ type HybridClusterReconciler struct {
 
 // SetupWithManager registers the reconciler.
 func (r *HybridClusterReconciler) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
-	if r.Client == nil || r.Sessions == nil {
-		return errors.New("the HybridCluster reconciler needs a Client and Sessions")
+	if r.Client == nil || r.Platforms == nil {
+		return errors.New("the HybridCluster reconciler needs a Client and Platforms")
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.HybridCluster{}).
@@ -97,51 +90,21 @@ func (r *HybridClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	return r.reconcileNormal(ctx, hc)
 }
 
+// reconcileNormal marks the infrastructure provisioned once the platform
+// answers and machines can be made.
 func (r *HybridClusterReconciler) reconcileNormal(ctx context.Context, hc *infrav1.HybridCluster) (ctrl.Result, error) {
-	if hc.Spec.VSphere == nil {
-		setPlatformCondition(hc, metav1.ConditionFalse, infrav1.HybridClusterPlatformNotSupportedReason,
-			"This build of capwin has no Azure controller yet; spec.azure is accepted but not acted on")
-		return ctrl.Result{}, nil
+	p, err := r.Platforms.For(ctx, hc)
+	if err == nil {
+		err = p.CheckCluster(ctx)
 	}
-	creds, err := vsphereCredentials(ctx, r.Client, r.ControllerNamespace, hc)
-	if err != nil {
-		switch {
-		case errors.Is(err, errNotAllowed):
-			setPlatformCondition(hc, metav1.ConditionFalse, infrav1.HybridClusterIdentityNotAllowedReason, err.Error())
-		case errors.Is(err, errCredentials):
-			setPlatformCondition(hc, metav1.ConditionFalse, infrav1.HybridClusterCredentialsNotFoundReason, err.Error())
-		default:
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{RequeueAfter: platformRetry}, nil
+	o := clusterErrorOutcome(err)
+	if o.condition != nil {
+		setPlatformAvailable(hc, *o.condition)
 	}
-	s, err := r.Sessions.Get(ctx, creds)
-	if err != nil {
-		reason := infrav1.HybridClusterUnreachableReason
-		if errors.Is(err, vsphere.ErrLogin) {
-			reason = infrav1.HybridClusterBadCredentialsReason
-		}
-		setPlatformCondition(hc, metav1.ConditionFalse, reason, err.Error())
-		return ctrl.Result{RequeueAfter: platformRetry}, nil
+	if err == nil {
+		hc.Status.Initialization.Provisioned = ptr.To(true)
 	}
-	if err := s.CheckDatacenter(ctx, hc.Spec.VSphere.Datacenter); err != nil {
-		if errors.Is(err, vsphere.ErrNotFound) {
-			setPlatformCondition(hc, metav1.ConditionFalse, infrav1.HybridClusterDatacenterNotFoundReason,
-				fmt.Sprintf("Datacenter %s does not exist on %s", hc.Spec.VSphere.Datacenter, hc.Spec.VSphere.Server))
-			return ctrl.Result{RequeueAfter: platformRetry}, nil
-		}
-		if r.Sessions.Stale(err, s) {
-			return ctrl.Result{RequeueAfter: time.Second}, nil // log in again
-		}
-		if errors.Is(err, vsphere.ErrTimeout) {
-			setPlatformCondition(hc, metav1.ConditionFalse, infrav1.HybridClusterUnreachableReason, err.Error())
-			return ctrl.Result{RequeueAfter: platformRetry}, nil
-		}
-		return ctrl.Result{}, err
-	}
-	setPlatformCondition(hc, metav1.ConditionTrue, infrav1.HybridClusterPlatformAvailableReason, "")
-	hc.Status.Initialization.Provisioned = ptr.To(true)
-	return ctrl.Result{}, nil
+	return o.result, o.err
 }
 
 // reconcileDelete keeps the HybridCluster, and so the credentials its
@@ -152,16 +115,9 @@ func (r *HybridClusterReconciler) reconcileDelete(ctx context.Context, hc *infra
 		return ctrl.Result{}, err
 	}
 	if n := len(machines.Items); n > 0 {
-		setPlatformCondition(hc, metav1.ConditionFalse, infrav1.HybridClusterDeletingReason,
-			fmt.Sprintf("Waiting for %d HybridMachines to delete their VMs", n))
-		return ctrl.Result{RequeueAfter: taskPoll}, nil
+		setPlatformAvailable(hc, waitingForMachines(n))
+		return ctrl.Result{RequeueAfter: operationPoll}, nil
 	}
 	controllerutil.RemoveFinalizer(hc, infrav1.ClusterFinalizer)
 	return ctrl.Result{}, nil
-}
-
-func setPlatformCondition(hc *infrav1.HybridCluster, status metav1.ConditionStatus, reason, message string) {
-	conditions.Set(hc, metav1.Condition{
-		Type: infrav1.HybridClusterPlatformAvailableCondition, Status: status, Reason: reason, Message: message,
-	})
 }

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -29,23 +28,24 @@ import (
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/internal/deleted"
 	"github.com/capwin/capwin/internal/names"
-	"github.com/capwin/capwin/platform/vsphere"
+	"github.com/capwin/capwin/platform"
 )
 
 const (
-	// taskPoll is how soon a running clone, power-on or delete task is looked at again.
-	taskPoll = 5 * time.Second
+	// operationPoll is how soon a running platform operation (a clone,
+	// power-on or delete task) is looked at again.
+	operationPoll = 5 * time.Second
 	// addressPoll is how soon a running VM without guest addresses is looked at again.
 	addressPoll = 15 * time.Second
 )
 
 // HybridMachineReconciler makes a HybridMachine's VM: it waits for the
-// cluster and the bootstrap data, then drives the VM one step per reconcile.
+// cluster and the bootstrap data, then drives the VM one step per reconcile
+// through the HybridCluster's platform.
 type HybridMachineReconciler struct {
-	Client   client.Client
-	Sessions *vsphere.Sessions
-	// ControllerNamespace holds the Secrets of HybridClusterIdentities.
-	ControllerNamespace string
+	Client client.Client
+	// Platforms gives each HybridCluster its platform.
+	Platforms platform.Factory
 }
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=hybridmachines;hybridmachines/status;hybridmachines/finalizers,verbs=get;list;watch;update;patch
@@ -55,8 +55,8 @@ type HybridMachineReconciler struct {
 // SetupWithManager registers the reconciler, watching Machines for their
 // bootstrap data and nodeRef.
 func (r *HybridMachineReconciler) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
-	if r.Client == nil || r.Sessions == nil {
-		return errors.New("the HybridMachine reconciler needs a Client and Sessions")
+	if r.Client == nil || r.Platforms == nil {
+		return errors.New("the HybridMachine reconciler needs a Client and Platforms")
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.HybridMachine{}).
@@ -92,6 +92,25 @@ func machineToHybridMachine(_ context.Context, o client.Object) []reconcile.Requ
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: m.Namespace, Name: ref.Name}}}
 }
 
+// machineScope is what one reconcile of a HybridMachine works on.
+type machineScope struct {
+	hm      *infrav1.HybridMachine
+	machine *clusterv1.Machine
+	cluster *clusterv1.Cluster
+	// hc is the Cluster's HybridCluster, nil while it has none.
+	hc *infrav1.HybridCluster
+	// platform is the HybridCluster's platform, once connect found it.
+	platform platform.Platform
+	// vm is the machine as the platform sees it.
+	vm platform.Machine
+	// state is what EnsureMachine found.
+	state platform.MachineState
+}
+
+// machinePhase is one step of a reconcile; next says whether the steps
+// after it run.
+type machinePhase func(ctx context.Context, s *machineScope) (res ctrl.Result, next bool, err error)
+
 // Reconcile follows Cluster API's order: object, owner, finalizer, patch
 // helper, paused, deferred status patch, then delete or normal.
 func (r *HybridMachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
@@ -99,20 +118,11 @@ func (r *HybridMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Client.Get(ctx, req.NamespacedName, hm); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	machine, err := util.GetOwnerMachine(ctx, r.Client, hm.ObjectMeta)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("getting the owner Machine: %w", err)
+	s, err := r.scope(ctx, hm)
+	if err != nil || s == nil {
+		return ctrl.Result{}, err
 	}
-	if machine == nil {
-		ctrl.LoggerFrom(ctx).V(2).Info("Waiting for a Machine to own the HybridMachine")
-		return ctrl.Result{}, nil
-	}
-	log := ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KObj(machine), "Cluster", klog.KRef(machine.Namespace, machine.Spec.ClusterName))
-	ctx = ctrl.LoggerInto(ctx, log)
-	cluster, err := util.GetClusterByName(ctx, r.Client, machine.Namespace, machine.Spec.ClusterName)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("getting Cluster %s: %w", machine.Spec.ClusterName, err)
-	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KObj(s.machine), "Cluster", klog.KObj(s.cluster)))
 
 	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, hm, infrav1.MachineFinalizer); err != nil || added {
 		return ctrl.Result{}, err
@@ -121,29 +131,82 @@ func (r *HybridMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, hm); err != nil || isPaused || requeue {
+	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, s.cluster, hm); err != nil || isPaused || requeue {
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		_ = conditions.SetSummaryCondition(hm, hm, infrav1.HybridMachineReadyCondition,
-			conditions.ForConditionTypes{infrav1.HybridMachineVMProvisionedCondition})
-		err := helper.Patch(ctx, hm, patch.WithOwnedConditions{Conditions: []string{
-			clusterv1.PausedCondition, infrav1.HybridMachineReadyCondition,
-			infrav1.HybridMachineVMProvisionedCondition, infrav1.HybridMachineBootstrapDataClearedCondition,
-		}})
-		if err := deleted.IgnoreGone(hm, err); err != nil {
+		if err := r.patch(ctx, helper, hm); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 	}()
 
+	if !hm.DeletionTimestamp.IsZero() {
+		return r.run(ctx, s, r.deletePhases())
+	}
+	return r.run(ctx, s, r.normalPhases())
+}
+
+// scope reads the HybridMachine's Machine, Cluster and HybridCluster; nil
+// while no Machine owns it.
+func (r *HybridMachineReconciler) scope(ctx context.Context, hm *infrav1.HybridMachine) (*machineScope, error) {
+	machine, err := util.GetOwnerMachine(ctx, r.Client, hm.ObjectMeta)
+	if err != nil {
+		return nil, fmt.Errorf("getting the owner Machine: %w", err)
+	}
+	if machine == nil {
+		ctrl.LoggerFrom(ctx).V(2).Info("Waiting for a Machine to own the HybridMachine")
+		return nil, nil
+	}
+	cluster, err := util.GetClusterByName(ctx, r.Client, machine.Namespace, machine.Spec.ClusterName)
+	if err != nil {
+		return nil, fmt.Errorf("getting Cluster %s: %w", machine.Spec.ClusterName, err)
+	}
 	hc, err := r.hybridCluster(ctx, cluster)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, err
 	}
-	if !hm.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, hm, machine, hc)
+	s := &machineScope{hm: hm, machine: machine, cluster: cluster, hc: hc}
+	s.vm = platform.Machine{HybridMachine: hm, ComputerName: computerName(hm, machine)}
+	return s, nil
+}
+
+// patch writes the HybridMachine's status and conditions, its Ready
+// condition summing up the others.
+func (r *HybridMachineReconciler) patch(ctx context.Context, helper *patch.Helper, hm *infrav1.HybridMachine) error {
+	_ = conditions.SetSummaryCondition(hm, hm, infrav1.HybridMachineReadyCondition,
+		conditions.ForConditionTypes{infrav1.HybridMachineVMProvisionedCondition})
+	err := helper.Patch(ctx, hm, patch.WithOwnedConditions{Conditions: []string{
+		clusterv1.PausedCondition, infrav1.HybridMachineReadyCondition,
+		infrav1.HybridMachineVMProvisionedCondition, infrav1.HybridMachineBootstrapDataClearedCondition,
+	}})
+	return deleted.IgnoreGone(hm, err)
+}
+
+// run runs phases in order until one returns an error, a requeue, or
+// next false.
+func (r *HybridMachineReconciler) run(ctx context.Context, s *machineScope, phases []machinePhase) (ctrl.Result, error) {
+	for _, phase := range phases {
+		res, next, err := phase(ctx, s)
+		if err != nil || !res.IsZero() || !next {
+			return res, err
+		}
 	}
-	return r.reconcileNormal(ctx, hm, machine, cluster, hc)
+	return ctrl.Result{}, nil
+}
+
+func (r *HybridMachineReconciler) normalPhases() []machinePhase {
+	return []machinePhase{
+		r.waitForClusterInfrastructure,
+		r.readBootstrapData,
+		r.connect,
+		r.ensureVM,
+		r.clearBootstrapData,
+		r.waitForAddresses,
+	}
+}
+
+func (r *HybridMachineReconciler) deletePhases() []machinePhase {
+	return []machinePhase{r.connectForDelete, r.deleteVM}
 }
 
 // hybridCluster returns the Cluster's HybridCluster, or nil while the
@@ -163,194 +226,171 @@ func (r *HybridMachineReconciler) hybridCluster(ctx context.Context, cluster *cl
 	return hc, nil
 }
 
-// session returns the vCenter session of the machine's cluster.
-func (r *HybridMachineReconciler) session(ctx context.Context, hc *infrav1.HybridCluster) (*vsphere.Session, error) {
-	creds, err := vsphereCredentials(ctx, r.Client, r.ControllerNamespace, hc)
-	if err != nil {
-		return nil, err
+// computerName is the guest's host name: spec.computerName, else the
+// Machine's name (shortened for Windows' 15 characters).
+func computerName(hm *infrav1.HybridMachine, machine *clusterv1.Machine) string {
+	if hm.Spec.ComputerName != "" {
+		return hm.Spec.ComputerName
 	}
-	return r.Sessions.Get(ctx, creds)
+	if hm.Spec.OS.Type == infrav1.OSWindows {
+		return names.WindowsComputerName(machine.Namespace, machine.Name)
+	}
+	return machine.Name
 }
 
-func (r *HybridMachineReconciler) vmOf(hm *infrav1.HybridMachine, machine *clusterv1.Machine, hc *infrav1.HybridCluster) vsphere.Machine {
-	name := hm.Spec.ComputerName
+func (r *HybridMachineReconciler) waitForClusterInfrastructure(_ context.Context, s *machineScope) (ctrl.Result, bool, error) {
+	if s.hc == nil || !ptr.Deref(s.cluster.Status.Initialization.InfrastructureProvisioned, false) {
+		setVMProvisioned(s.hm, waitingForClusterInfrastructure())
+		return ctrl.Result{}, false, nil
+	}
+	return ctrl.Result{}, true, nil
+}
+
+// readBootstrapData reads the Machine's bootstrap data, needed only until
+// the VM exists.
+func (r *HybridMachineReconciler) readBootstrapData(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
+	if ptr.Deref(s.hm.Status.Initialization.Provisioned, false) {
+		return ctrl.Result{}, true, nil
+	}
+	name := ptr.Deref(s.machine.Spec.Bootstrap.DataSecretName, "")
 	if name == "" {
-		name = machine.Name
-		if hm.Spec.OS.Type == infrav1.OSWindows {
-			name = names.WindowsComputerName(machine.Namespace, machine.Name)
-		}
+		setVMProvisioned(s.hm, waitingForBootstrapData())
+		return ctrl.Result{}, false, nil
 	}
-	m := vsphere.Machine{
-		Namespace:    hm.Namespace,
-		Name:         hm.Name,
-		Datacenter:   hc.Spec.VSphere.Datacenter,
-		Spec:         hm.Spec.VSphere,
-		OS:           hm.Spec.OS.Type,
-		ComputerName: name,
-		TaskRef:      hm.Status.VSphere.TaskRef,
-		Provisioned:  ptr.Deref(hm.Status.Initialization.Provisioned, false),
+	data := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.machine.Namespace, Name: name}, data); err != nil {
+		return ctrl.Result{}, false, fmt.Errorf("reading bootstrap data Secret %s: %w", name, err)
 	}
-	if hm.DeletionTimestamp != nil {
-		m.DeletingSince = hm.DeletionTimestamp.Time
-	}
-	return m
+	s.vm.BootstrapData = data.Data["value"]
+	return ctrl.Result{}, true, nil
 }
 
-func (r *HybridMachineReconciler) reconcileNormal(ctx context.Context, hm *infrav1.HybridMachine, machine *clusterv1.Machine, cluster *clusterv1.Cluster, hc *infrav1.HybridCluster) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
-	if hc == nil || !ptr.Deref(cluster.Status.Initialization.InfrastructureProvisioned, false) {
-		setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineWaitingForClusterInfrastructureReason, "Waiting for the HybridCluster to be provisioned")
-		return ctrl.Result{}, nil
-	}
-	if hm.Spec.VSphere == nil || hc.Spec.VSphere == nil {
-		setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineInvalidReason,
-			"The machine and its HybridCluster must both be on vSphere: this build of capwin has no Azure controller yet")
-		return ctrl.Result{}, nil
-	}
-
-	vm := r.vmOf(hm, machine, hc)
-	if !ptr.Deref(hm.Status.Initialization.Provisioned, false) {
-		// The user data is needed only to create the VM.
-		name := ptr.Deref(machine.Spec.Bootstrap.DataSecretName, "")
-		if name == "" {
-			setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineWaitingForBootstrapDataReason, "Waiting for the Machine's bootstrap data Secret")
-			return ctrl.Result{}, nil
-		}
-		data := &corev1.Secret{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: machine.Namespace, Name: name}, data); err != nil {
-			return ctrl.Result{}, fmt.Errorf("reading bootstrap data Secret %s: %w", name, err)
-		}
-		vm.UserData = data.Data["value"]
-	}
-
-	s, err := r.session(ctx, hc)
+// connect finds the HybridCluster's platform, logged in.
+func (r *HybridMachineReconciler) connect(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
+	p, err := r.Platforms.For(ctx, s.hc)
 	if err != nil {
-		setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachinePlatformUnavailableReason, err.Error())
-		return ctrl.Result{RequeueAfter: platformRetry}, nil
+		return r.platformError(s, err)
 	}
-	st, err := s.Reconcile(ctx, vm)
-	if err != nil {
-		// The recorded task is kept unless it failed: forgetting a clone in
-		// flight could start a second one.
-		switch {
-		case errors.Is(err, vsphere.ErrNotFound):
-			setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineNotFoundReason, err.Error())
-			return ctrl.Result{RequeueAfter: platformRetry}, nil
-		case errors.Is(err, vsphere.ErrVMGone):
-			setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineVMGoneReason,
-				"The VM was deleted outside capwin and is not re-created (its provider ID would change): delete the Machine to replace it, as a MachineHealthCheck does")
-			return ctrl.Result{}, nil
-		case errors.Is(err, vsphere.ErrTaskFailed):
-			// Retried with the controller's exponential backoff, so a task
-			// that keeps failing does not keep vCenter busy.
-			hm.Status.VSphere.TaskRef = ""
-			setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineTaskFailedReason, err.Error())
-			return ctrl.Result{}, err
-		case r.Sessions.Stale(err, s):
-			return ctrl.Result{RequeueAfter: time.Second}, nil // log in again
-		case errors.Is(err, vsphere.ErrTimeout):
-			// A clone vCenter started without answering is not cloned
-			// twice: vCenter refuses the name until that clone ends, and
-			// its VM is then found by its instance UUID.
-			setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachinePlatformUnavailableReason, err.Error())
-			return ctrl.Result{RequeueAfter: platformRetry}, nil
-		}
-		return ctrl.Result{}, err
-	}
-	hm.Status.VSphere.TaskRef = st.TaskRef
-	if st.TaskRef != "" {
-		reason := infrav1.HybridMachineCloningReason
-		if st.Exists {
-			reason = infrav1.HybridMachinePoweringOnReason
-		}
-		setVMCondition(hm, metav1.ConditionFalse, reason, "")
-		return ctrl.Result{RequeueAfter: taskPoll}, nil
-	}
-
-	if !st.Exists || st.ProviderID() == "" {
-		return ctrl.Result{}, fmt.Errorf("vCenter reported no VM and no task for %s", hm.Name)
-	}
-	hm.Spec.ProviderID = st.ProviderID()
-	hm.Status.Addresses = []clusterv1.MachineAddress{{Type: clusterv1.MachineHostName, Address: vm.ComputerName}}
-	for _, ip := range st.Addresses {
-		hm.Status.Addresses = append(hm.Status.Addresses, clusterv1.MachineAddress{Type: clusterv1.MachineInternalIP, Address: ip})
-	}
-	hm.Status.Initialization.Provisioned = ptr.To(true)
-	setVMCondition(hm, metav1.ConditionTrue, infrav1.HybridMachineVMProvisionedReason, "")
-
-	// Once the node joined, its bootstrap token must not stay readable in the
-	// VM's guestinfo. The condition turns true only when the VM shows it.
-	switch {
-	case !machine.Status.NodeRef.IsDefined():
-		conditions.Set(hm, metav1.Condition{Type: infrav1.HybridMachineBootstrapDataClearedCondition,
-			Status: metav1.ConditionFalse, Reason: infrav1.HybridMachineWaitingForNodeReason})
-	case !conditions.IsTrue(hm, infrav1.HybridMachineBootstrapDataClearedCondition):
-		cleared, err := s.UserDataCleared(ctx, vm)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if cleared {
-			conditions.Set(hm, metav1.Condition{Type: infrav1.HybridMachineBootstrapDataClearedCondition,
-				Status: metav1.ConditionTrue, Reason: infrav1.HybridMachineBootstrapDataClearedReason})
-			log.Info("The bootstrap data is cleared from the VM's guestinfo")
-			break
-		}
-		task, err := s.ClearUserData(ctx, vm)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		hm.Status.VSphere.TaskRef = task
-		return ctrl.Result{RequeueAfter: taskPoll}, nil
-	}
-	if len(st.Addresses) == 0 {
-		return ctrl.Result{RequeueAfter: addressPoll}, nil
-	}
-	return ctrl.Result{}, nil
+	s.platform = p
+	return ctrl.Result{}, true, nil
 }
 
-func (r *HybridMachineReconciler) reconcileDelete(ctx context.Context, hm *infrav1.HybridMachine, machine *clusterv1.Machine, hc *infrav1.HybridCluster) (ctrl.Result, error) {
-	setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineDeletingReason, "")
-	if hm.Spec.VSphere == nil {
-		// Nothing was ever created for it on vSphere.
-		controllerutil.RemoveFinalizer(hm, infrav1.MachineFinalizer)
-		return ctrl.Result{}, nil
+// ensureVM drives the VM one step and, once it runs, records its provider
+// ID and addresses.
+func (r *HybridMachineReconciler) ensureVM(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
+	st, err := s.platform.EnsureMachine(ctx, &s.vm)
+	if err != nil {
+		return r.platformError(s, err)
 	}
-	if hc == nil || hc.Spec.VSphere == nil {
+	s.state = st
+	s.hm.Status.Operation = st.Operation
+	setVMProvisioned(s.hm, vmProvisioned(st))
+	if !st.Operation.IsZero() {
+		return ctrl.Result{RequeueAfter: operationPoll}, false, nil
+	}
+	if !st.Exists || st.ProviderID == "" {
+		return ctrl.Result{}, false, fmt.Errorf("the platform reported no VM and no operation for %s", s.hm.Name)
+	}
+	s.hm.Spec.ProviderID = st.ProviderID
+	s.hm.Status.Addresses = machineAddresses(s.vm.ComputerName, st.Addresses)
+	s.hm.Status.Initialization.Provisioned = ptr.To(true)
+	return ctrl.Result{}, true, nil
+}
+
+// clearBootstrapData removes the bootstrap data, and its token, from the
+// VM once the node joined. The condition turns true only when the VM
+// shows it.
+func (r *HybridMachineReconciler) clearBootstrapData(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
+	if !s.machine.Status.NodeRef.IsDefined() {
+		setBootstrapDataCleared(s.hm, waitingForNode())
+		return ctrl.Result{}, true, nil
+	}
+	if conditions.IsTrue(s.hm, infrav1.HybridMachineBootstrapDataClearedCondition) {
+		return ctrl.Result{}, true, nil
+	}
+	cleared, err := s.platform.BootstrapDataCleared(ctx, &s.vm)
+	if err != nil {
+		return retryError(err)
+	}
+	if cleared {
+		setBootstrapDataCleared(s.hm, bootstrapDataCleared())
+		ctrl.LoggerFrom(ctx).Info("The bootstrap data is cleared from the VM")
+		return ctrl.Result{}, true, nil
+	}
+	op, err := s.platform.ClearBootstrapData(ctx, &s.vm)
+	if err != nil {
+		return retryError(err)
+	}
+	s.hm.Status.Operation = op
+	return ctrl.Result{RequeueAfter: operationPoll}, false, nil
+}
+
+// waitForAddresses looks again later at a VM whose guest reports no
+// address yet.
+func (r *HybridMachineReconciler) waitForAddresses(_ context.Context, s *machineScope) (ctrl.Result, bool, error) {
+	if len(s.state.Addresses) == 0 {
+		return ctrl.Result{RequeueAfter: addressPoll}, false, nil
+	}
+	return ctrl.Result{}, true, nil
+}
+
+// platformError records what a platform error means for the machine.
+func (r *HybridMachineReconciler) platformError(s *machineScope, err error) (ctrl.Result, bool, error) {
+	o := machineErrorOutcome(err)
+	if o.clearOperation {
+		s.hm.Status.Operation = infrav1.MachineOperation{}
+	}
+	if o.condition != nil {
+		setVMProvisioned(s.hm, *o.condition)
+	}
+	return o.result, false, o.err
+}
+
+// retryError retries an error met after the VM is provisioned, which
+// leaves VMProvisioned alone: a new session soon, anything else with the
+// controller's backoff.
+func retryError(err error) (ctrl.Result, bool, error) {
+	if errors.Is(err, platform.ErrSessionExpired) {
+		return ctrl.Result{RequeueAfter: platform.RetryAfter(err)}, false, nil
+	}
+	return ctrl.Result{}, false, err
+}
+
+// connectForDelete finds the platform the VM is deleted on. A machine on a
+// platform this build does not implement never had a VM.
+func (r *HybridMachineReconciler) connectForDelete(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
+	setVMProvisioned(s.hm, deleting(infrav1.MachineOperation{}))
+	if !r.Platforms.Supports(s.hm.Spec.Platform()) {
+		controllerutil.RemoveFinalizer(s.hm, infrav1.MachineFinalizer)
+		return ctrl.Result{}, false, nil
+	}
+	if s.hc == nil || s.hc.Spec.Platform() != s.hm.Spec.Platform() {
 		// The HybridCluster keeps its finalizer while machines remain, so
 		// this is a cluster being created or moved: wait for it.
-		setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineDeletingReason,
-			"Waiting for the HybridCluster, whose credentials the VM is deleted with")
-		return ctrl.Result{RequeueAfter: platformRetry}, nil
+		setVMProvisioned(s.hm, waitingForClusterToDelete())
+		return ctrl.Result{RequeueAfter: platform.DefaultRetry}, false, nil
 	}
-	s, err := r.session(ctx, hc)
-	if err != nil {
-		setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachinePlatformUnavailableReason, err.Error())
-		return ctrl.Result{RequeueAfter: platformRetry}, nil
-	}
-	gone, task, err := s.Delete(ctx, r.vmOf(hm, machine, hc))
-	if err != nil {
-		if r.Sessions.Stale(err, s) {
-			return ctrl.Result{RequeueAfter: time.Second}, nil // log in again
-		}
-		// A failed power-off or destroy is reported and retried with backoff.
-		hm.Status.VSphere.TaskRef = task
-		setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineDeletingReason, err.Error())
-		return ctrl.Result{}, err
-	}
-	hm.Status.VSphere.TaskRef = task
-	if !gone {
-		if task != "" {
-			setVMCondition(hm, metav1.ConditionFalse, infrav1.HybridMachineDeletingReason, "Waiting for vCenter task "+task)
-		}
-		return ctrl.Result{RequeueAfter: taskPoll}, nil
-	}
-	ctrl.LoggerFrom(ctx).Info("Deleted the VM")
-	controllerutil.RemoveFinalizer(hm, infrav1.MachineFinalizer)
-	return ctrl.Result{}, nil
+	return r.connect(ctx, s)
 }
 
-func setVMCondition(hm *infrav1.HybridMachine, status metav1.ConditionStatus, reason, message string) {
-	conditions.Set(hm, metav1.Condition{
-		Type: infrav1.HybridMachineVMProvisionedCondition, Status: status, Reason: reason, Message: message,
-	})
+// deleteVM drives the VM's deletion one step, and removes the finalizer
+// once nothing of it is left.
+func (r *HybridMachineReconciler) deleteVM(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
+	gone, op, err := s.platform.DeleteMachine(ctx, &s.vm)
+	if err != nil {
+		o := deleteErrorOutcome(err)
+		if o.condition != nil {
+			s.hm.Status.Operation = op
+			setVMProvisioned(s.hm, *o.condition)
+		}
+		return o.result, false, o.err
+	}
+	s.hm.Status.Operation = op
+	if !gone {
+		setVMProvisioned(s.hm, deleting(op))
+		return ctrl.Result{RequeueAfter: operationPoll}, false, nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleted the VM")
+	controllerutil.RemoveFinalizer(s.hm, infrav1.MachineFinalizer)
+	return ctrl.Result{}, false, nil
 }

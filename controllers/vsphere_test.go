@@ -30,6 +30,7 @@ import (
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/controllers"
+	"github.com/capwin/capwin/platform/factory"
 	"github.com/capwin/capwin/platform/vsphere"
 )
 
@@ -110,10 +111,11 @@ func startControllers(t testing.TB, sessions *vsphere.Sessions, ns string) (stop
 		t.Fatal(err)
 	}
 	opts := controller.Options{MaxConcurrentReconciles: 10}
-	if err := (&controllers.HybridClusterReconciler{Client: mgr.GetClient(), Sessions: sessions, ControllerNamespace: "capwin-system"}).SetupWithManager(mgr, opts); err != nil {
+	platforms := &factory.Factory{Client: mgr.GetClient(), ControllerNamespace: "capwin-system", VSphere: sessions}
+	if err := (&controllers.HybridClusterReconciler{Client: mgr.GetClient(), Platforms: platforms}).SetupWithManager(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Sessions: sessions, ControllerNamespace: "capwin-system"}).SetupWithManager(mgr, opts); err != nil {
+	if err := (&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Platforms: platforms}).SetupWithManager(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
 	stopManager, err := env.StartManager(t.Context(), mgr)
@@ -251,7 +253,7 @@ func TestHybridClusterConditions(t *testing.T) {
 		{"available", nil, infrav1.HybridClusterPlatformAvailableReason},
 		{"bad credentials", func(_ *infrav1.HybridCluster, s *corev1.Secret) { s.Data["password"] = []byte("wrong") }, infrav1.HybridClusterBadCredentialsReason},
 		{"missing secret", func(hc *infrav1.HybridCluster, _ *corev1.Secret) { hc.Spec.VSphere.IdentityRef.Name = "nope" }, infrav1.HybridClusterCredentialsNotFoundReason},
-		{"datacenter not found", func(hc *infrav1.HybridCluster, _ *corev1.Secret) { hc.Spec.VSphere.Datacenter = "DC9" }, infrav1.HybridClusterDatacenterNotFoundReason},
+		{"datacenter not found", func(hc *infrav1.HybridCluster, _ *corev1.Secret) { hc.Spec.VSphere.Datacenter = "DC9" }, infrav1.HybridClusterNotFoundReason},
 		{"unreachable", func(hc *infrav1.HybridCluster, _ *corev1.Secret) { hc.Spec.VSphere.Server = "127.0.0.1:1" }, infrav1.HybridClusterUnreachableReason},
 		{"identity not allowed", func(hc *infrav1.HybridCluster, _ *corev1.Secret) {
 			hc.Spec.VSphere.IdentityRef = infrav1.IdentityReference{Kind: infrav1.ClusterIdentity, Name: "closed"}
@@ -348,12 +350,12 @@ func TestVMAlreadyDeleted(t *testing.T) {
 	s := v.session(t)
 	gone := false
 	for !gone {
-		var task string
+		var op infrav1.MachineOperation
 		var err error
-		gone, task, err = s.Delete(t.Context(), vsphere.Machine{Namespace: ns, Name: "m2", Datacenter: "DC0"})
+		gone, op, err = s.Delete(t.Context(), vsphere.Machine{Namespace: ns, Name: "m2", Datacenter: "DC0"})
 		g.Expect(err).NotTo(HaveOccurred())
-		if task != "" {
-			g.Expect(object.NewTask(s.Client, taskRef(task)).Wait(t.Context())).To(Succeed())
+		if !op.IsZero() {
+			g.Expect(object.NewTask(s.Client, taskRef(op.ID)).Wait(t.Context())).To(Succeed())
 		}
 	}
 	// It is reported, not silently re-created with a new provider ID.
@@ -402,7 +404,7 @@ func TestRestartMidClone(t *testing.T) {
 	markInfrastructureProvisioned(t, ns)
 	machine(t, ns, "m4", "DC0_H0_VM0")
 	g.Eventually(func(g Gomega) {
-		g.Expect(getHM(g, ns, "m4").Status.VSphere.TaskRef).NotTo(BeEmpty())
+		g.Expect(getHM(g, ns, "m4").Status.Operation.Type).To(Equal(infrav1.MachineOperationCreate))
 	}, eventually).Should(Succeed())
 	stop()
 
@@ -480,7 +482,7 @@ func TestTaskFailure(t *testing.T) {
 		hm := getHM(g, ns, "taken")
 		c := conditions.Get(hm, infrav1.HybridMachineVMProvisionedCondition)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(infrav1.HybridMachineTaskFailedReason))
+		g.Expect(c.Reason).To(Equal(infrav1.HybridMachineOperationFailedReason))
 		g.Expect(c.Message).To(ContainSubstring("DuplicateName"))
 	}, eventually).Should(Succeed())
 	vms, err := find.NewFinder(s.Client).VirtualMachineList(t.Context(), "/DC0/vm/taken")
@@ -503,7 +505,7 @@ func TestDeleteMidClone(t *testing.T) {
 	markInfrastructureProvisioned(t, ns)
 	machine(t, ns, "m5", "DC0_H0_VM0")
 	g.Eventually(func(g Gomega) {
-		g.Expect(getHM(g, ns, "m5").Status.VSphere.TaskRef).NotTo(BeEmpty())
+		g.Expect(getHM(g, ns, "m5").Status.Operation.Type).To(Equal(infrav1.MachineOperationCreate))
 	}, eventually).Should(Succeed())
 	g.Expect(env.Client.Delete(t.Context(), getHM(g, ns, "m5"))).To(Succeed())
 	g.Eventually(func(g Gomega) {

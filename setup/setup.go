@@ -26,7 +26,7 @@ import (
 
 	"github.com/capwin/capwin/bootstrap/reconciler"
 	"github.com/capwin/capwin/controllers"
-	"github.com/capwin/capwin/platform/vsphere"
+	"github.com/capwin/capwin/platform/factory"
 	"github.com/capwin/capwin/webhooks"
 )
 
@@ -57,15 +57,15 @@ type Options struct {
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	copts := controller.Options{MaxConcurrentReconciles: o.Concurrency}
 	if slices.Contains(o.Providers, ProviderInfrastructure) {
-		sessions := vsphere.NewSessions()
+		platforms := factory.New(mgr.GetClient(), o.Namespace)
 		if err := errors.Join(
-			(&controllers.HybridClusterReconciler{Client: mgr.GetClient(), Sessions: sessions, ControllerNamespace: o.Namespace}).SetupWithManager(mgr, copts),
-			(&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Sessions: sessions, ControllerNamespace: o.Namespace}).SetupWithManager(mgr, copts),
+			(&controllers.HybridClusterReconciler{Client: mgr.GetClient(), Platforms: platforms}).SetupWithManager(mgr, copts),
+			(&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Platforms: platforms}).SetupWithManager(mgr, copts),
 			(&controllers.HybridMachineTemplateReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, copts),
 			// Logs out of idle vCenter sessions, and of all of them when
 			// the manager stops.
 			mgr.Add(crmanager.RunnableFunc(func(ctx context.Context) error {
-				return sessions.Start(logr.NewContext(ctx, mgr.GetLogger().WithName("vcenter-sessions")))
+				return platforms.Start(logr.NewContext(ctx, mgr.GetLogger()))
 			})),
 		); err != nil {
 			return fmt.Errorf("setting up the infrastructure reconcilers: %w", err)

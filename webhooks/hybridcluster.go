@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -17,6 +16,7 @@ import (
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/internal/validate"
+	"github.com/capwin/capwin/platform"
 )
 
 // HybridCluster validates HybridClusters. It reads HybridClusterIdentities
@@ -54,7 +54,7 @@ func (w *HybridCluster) ValidateUpdate(ctx context.Context, oldC, newC *infrav1.
 	// The identity is checked when it is chosen, not on every update: a
 	// finalizer or status change must go through, whatever the identity says
 	// now (the controller reports that in a condition).
-	if newC.DeletionTimestamp.IsZero() && identityRef(&oldC.Spec) != identityRef(&newC.Spec) {
+	if newC.DeletionTimestamp.IsZero() && oldC.Spec.Identity() != newC.Spec.Identity() {
 		warnings, identityErrs := w.validateIdentity(ctx, newC)
 		return warnings, invalid(newC, append(errs, identityErrs...))
 	}
@@ -204,16 +204,6 @@ func validateIdentityRef(r infrav1.IdentityReference, path *field.Path) field.Er
 	return errs
 }
 
-func identityRef(s *infrav1.HybridClusterSpec) infrav1.IdentityReference {
-	switch {
-	case s.VSphere != nil:
-		return s.VSphere.IdentityRef
-	case s.Azure != nil:
-		return s.Azure.IdentityRef
-	}
-	return infrav1.IdentityReference{}
-}
-
 // validateIdentity checks that a HybridClusterIdentity the cluster names
 // admits the cluster's namespace. An identity that does not exist yet is
 // only a warning: objects are often applied together, and the controller
@@ -230,20 +220,12 @@ func (w *HybridCluster) validateIdentity(ctx context.Context, c *infrav1.HybridC
 	if ref.Kind != infrav1.ClusterIdentity || ref.Name == "" || w.Client == nil {
 		return nil, nil
 	}
-	identity := &infrav1.HybridClusterIdentity{}
-	if err := w.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, identity); err != nil {
-		if apierrors.IsNotFound(err) {
-			return admission.Warnings{fmt.Sprintf("HybridClusterIdentity %q does not exist yet; the HybridCluster waits for it", ref.Name)}, nil
-		}
-		return nil, field.ErrorList{field.InternalError(path, fmt.Errorf("reading HybridClusterIdentity %q: %w", ref.Name, err))}
+	_, allowed, err := platform.IdentityAllows(ctx, w.Client, ref.Name, c.Namespace)
+	if apierrors.IsNotFound(err) {
+		return admission.Warnings{fmt.Sprintf("HybridClusterIdentity %q does not exist yet; the HybridCluster waits for it", ref.Name)}, nil
 	}
-	ns := &corev1.Namespace{}
-	if err := w.Client.Get(ctx, client.ObjectKey{Name: c.Namespace}, ns); err != nil {
-		return nil, field.ErrorList{field.InternalError(path, fmt.Errorf("reading namespace %q: %w", c.Namespace, err))}
-	}
-	allowed, err := identity.Spec.AllowedNamespaces.Allows(ns)
 	if err != nil {
-		return nil, field.ErrorList{field.InternalError(path, err)}
+		return nil, field.ErrorList{field.InternalError(path, fmt.Errorf("reading HybridClusterIdentity %q: %w", ref.Name, err))}
 	}
 	if !allowed {
 		return nil, field.ErrorList{field.Forbidden(path.Child("name"), fmt.Sprintf(

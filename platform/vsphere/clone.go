@@ -63,7 +63,7 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 		}
 		return State{}, fmt.Errorf("cloning template %s: %w", m.Spec.Template, err)
 	}
-	return State{TaskRef: task.Reference().Value}, nil
+	return State{Op: infrav1.MachineOperation{Type: infrav1.MachineOperationCreate, ID: task.Reference().Value}}, nil
 }
 
 // deviceChanges points the template's NICs at the spec's networks (adding

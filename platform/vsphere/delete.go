@@ -13,6 +13,8 @@ import (
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 )
 
 // Delete powers the VM off and destroys it, one task at a time, and
@@ -20,46 +22,47 @@ import (
 // that is already gone is fine. A machine never provisioned is gone only
 // once no clone of its template queued before its deletion still runs: one
 // may be its own, whose task was never recorded.
-func (s *Session) Delete(ctx context.Context, m Machine) (gone bool, taskRef string, err error) {
-	taskRef, err = retryStale(s, m, func() (string, error) {
-		// gone is the last attempt's, as taskRef and err are.
-		g, task, err := s.delete(ctx, m)
+func (s *Session) Delete(ctx context.Context, m Machine) (gone bool, op infrav1.MachineOperation, err error) {
+	op, err = retryStale(s, m, func() (infrav1.MachineOperation, error) {
+		// gone is the last attempt's, as op and err are.
+		g, op, err := s.delete(ctx, m)
 		gone = g
-		return task, err
+		return op, err
 	})
-	return gone, taskRef, err
+	return gone, op, err
 }
 
-func (s *Session) delete(ctx context.Context, m Machine) (gone bool, taskRef string, err error) {
+func (s *Session) delete(ctx context.Context, m Machine) (gone bool, op infrav1.MachineOperation, err error) {
+	none := infrav1.MachineOperation{}
 	dc, err := s.datacenter(ctx, m.Datacenter)
 	if err != nil {
-		return false, "", err
+		return false, none, err
 	}
 	// A task in flight (a clone, a power-off, a destroy) finishes first: a
 	// clone that is not visible yet would otherwise be left running.
-	if m.TaskRef != "" {
-		st, err := s.checkTask(ctx, m.TaskRef)
-		if st.TaskRef != "" {
-			return false, st.TaskRef, nil
+	if !m.Op.IsZero() {
+		st, err := s.checkTask(ctx, m.Op)
+		if !st.Op.IsZero() {
+			return false, st.Op, nil
 		}
 		if err != nil && !errors.Is(err, ErrTaskFailed) {
-			return false, m.TaskRef, err
+			return false, m.Op, err
 		}
 		if err != nil {
 			// A failed clone left nothing; a failed power-off or destroy is
 			// reported, and retried by the caller.
 			if vm, ferr := s.findVM(ctx, dc, m); ferr == nil && vm != nil {
-				return false, "", err
+				return false, none, err
 			}
 		}
 	}
 	vm, err := s.findVM(ctx, dc, m)
 	if err != nil {
-		return false, "", err
+		return false, none, err
 	}
 	if vm == nil {
 		if m.Provisioned {
-			return true, "", nil
+			return true, none, nil
 		}
 		// Never provisioned and no VM: either no clone was asked for, or
 		// one was whose answer never came (a call timeout, a restart) and
@@ -68,22 +71,27 @@ func (s *Session) delete(ctx context.Context, m Machine) (gone bool, taskRef str
 		// be this machine's (runningClone); its VM, if one was, is then
 		// found by its instance UUID and destroyed.
 		task, err := s.runningClone(ctx, dc, m)
-		return task == "" && err == nil, task, err
+		if task == "" {
+			return err == nil, none, err
+		}
+		return false, infrav1.MachineOperation{Type: infrav1.MachineOperationWaitForCreate, ID: task}, err
 	}
 	state, err := vm.PowerState(ctx)
 	if err != nil {
-		return false, "", fmt.Errorf("reading the power state of VM %s: %w", vm.Reference().Value, err)
+		return false, none, fmt.Errorf("reading the power state of VM %s: %w", vm.Reference().Value, err)
 	}
 	var task *object.Task
+	kind := infrav1.MachineOperationDelete
 	if state == types.VirtualMachinePowerStatePoweredOn {
+		kind = infrav1.MachineOperationPowerOff
 		task, err = vm.PowerOff(ctx)
 	} else {
 		task, err = vm.Destroy(ctx)
 	}
 	if err != nil {
-		return false, "", fmt.Errorf("deleting VM %s: %w", vm.Reference().Value, err)
+		return false, none, fmt.Errorf("deleting VM %s: %w", vm.Reference().Value, err)
 	}
-	return false, task.Reference().Value, nil
+	return false, infrav1.MachineOperation{Type: kind, ID: task.Reference().Value}, nil
 }
 
 // cloneSkew allows for the clocks of vCenter and the API server differing

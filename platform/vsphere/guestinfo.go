@@ -116,8 +116,12 @@ func (s *Session) writeStaticMetadata(ctx context.Context, vm *object.VirtualMac
 // ClearUserData removes guestinfo.userdata from the VM once the node has
 // joined: the bootstrap token in it must not stay readable to anyone with
 // read access to the VM.
-func (s *Session) ClearUserData(ctx context.Context, m Machine) (taskRef string, err error) {
-	return retryStale(s, m, func() (string, error) { return s.clearUserData(ctx, m) })
+func (s *Session) ClearUserData(ctx context.Context, m Machine) (infrav1.MachineOperation, error) {
+	task, err := retryStale(s, m, func() (string, error) { return s.clearUserData(ctx, m) })
+	if task == "" {
+		return infrav1.MachineOperation{}, err
+	}
+	return infrav1.MachineOperation{Type: infrav1.MachineOperationClearBootstrapData, ID: task}, err
 }
 
 func (s *Session) clearUserData(ctx context.Context, m Machine) (string, error) {

@@ -3,11 +3,11 @@ package vsphere
 import (
 	"context"
 	"crypto/sha1" //nolint:gosec // names a UUID deterministically, not a security use
-	"errors"
 	"fmt"
 	"time"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/platform"
 )
 
 // Machine is what the vSphere service needs of one HybridMachine.
@@ -21,10 +21,11 @@ type Machine struct {
 	ComputerName    string
 	// UserData is the bootstrap script, written to guestinfo.userdata.
 	UserData []byte
-	// TaskRef is the task an earlier reconcile recorded: a clone, power-on,
-	// power-off or destroy, or, while a machine never provisioned is
-	// deleted, a clone of its template that the delete waits for.
-	TaskRef string
+	// Op is the operation an earlier reconcile recorded: its ID is a task
+	// (a clone, reconfigure, power-on, power-off or destroy, or, while a
+	// machine never provisioned is deleted, a clone of its template that
+	// the delete waits for).
+	Op infrav1.MachineOperation
 	// Provisioned says the VM was made before: if it is gone, it was deleted
 	// behind capwin's back and is not made again (its provider ID would change).
 	Provisioned bool
@@ -34,15 +35,15 @@ type Machine struct {
 	DeletingSince time.Time
 }
 
-// ErrNotFound is wrapped when a template, folder, pool, datastore or network
-// named in the spec does not exist.
-var ErrNotFound = errors.New("not found in vCenter")
+// ErrNotFound is wrapped when a datacenter, template, folder, pool,
+// datastore or network named in the spec does not exist.
+var ErrNotFound = platform.NewError(platform.ErrNotFound, "not found in vCenter")
 
 // ErrVMGone is returned when a provisioned machine's VM no longer exists.
-var ErrVMGone = errors.New("the VM was deleted outside capwin")
+var ErrVMGone = platform.ErrMachineGone
 
-// ErrTaskFailed is wrapped when a clone or power-on task failed.
-var ErrTaskFailed = errors.New("vCenter task failed")
+// ErrTaskFailed is wrapped when a vCenter task failed.
+var ErrTaskFailed = platform.NewError(platform.ErrOperationFailed, "vCenter task failed")
 
 // InstanceUUID is the VM instance UUID of a machine: a name-based UUID of its
 // namespace and name, so that a VM is found again after a controller restart
@@ -70,18 +71,18 @@ func (s *Session) reconcile(ctx context.Context, m Machine) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	if vm != nil && m.TaskRef != "" && !m.Provisioned {
+	if vm != nil && !m.Op.IsZero() && !m.Provisioned {
 		// vCenter can show a clone's VM before the clone ends: a task still
 		// running is waited for, or a power-on, and a delete after it,
 		// would race the clone and the clone would leave its VM behind.
-		if st, err := s.checkTask(ctx, m.TaskRef); err == nil && st.TaskRef != "" {
+		if st, err := s.checkTask(ctx, m.Op); err == nil && !st.Op.IsZero() {
 			return st, nil
 		}
 	}
 	if vm == nil {
-		if m.TaskRef != "" {
-			st, err := s.checkTask(ctx, m.TaskRef)
-			if err != nil || st.TaskRef != "" {
+		if !m.Op.IsZero() {
+			st, err := s.checkTask(ctx, m.Op)
+			if err != nil || !st.Op.IsZero() {
 				return st, err
 			}
 			// The clone finished: the VM is there now. If it is not (the clone

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/platform"
 
 	"github.com/capwin/capwin/internal/userdata"
 )
@@ -78,11 +79,11 @@ func provision(ctx context.Context, t testing.TB, s *Session, m Machine, requeue
 		st, err := s.Reconcile(ctx, m)
 		if err != nil {
 			errs++
-			m.TaskRef = ""
+			m.Op = infrav1.MachineOperation{}
 			continue
 		}
-		m.TaskRef = st.TaskRef
-		if st.Exists && st.PoweredOn && st.TaskRef == "" {
+		m.Op = st.Op
+		if st.Exists && st.PoweredOn && st.Op.IsZero() {
 			return st, errs
 		}
 		time.Sleep(requeue)
@@ -148,11 +149,14 @@ func TestCreateObserveDelete(t *testing.T) {
 	}
 
 	// Once the node joined, the user data goes.
-	task, err := s.ClearUserData(ctx, m)
+	op, err := s.ClearUserData(ctx, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := object.NewTask(s.Client, types.ManagedObjectReference{Type: "Task", Value: task}).Wait(ctx); err != nil {
+	if op.Type != infrav1.MachineOperationClearBootstrapData {
+		t.Fatalf("clearing the user data started %+v", op)
+	}
+	if err := object.NewTask(s.Client, types.ManagedObjectReference{Type: "Task", Value: op.ID}).Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if cleared, err := s.UserDataCleared(ctx, m); err != nil || !cleared {
@@ -174,14 +178,14 @@ func TestCreateObserveDelete(t *testing.T) {
 func deleteAll(ctx context.Context, t testing.TB, s *Session, m Machine) {
 	t.Helper()
 	for range 500 {
-		gone, task, err := s.Delete(ctx, m)
+		gone, op, err := s.Delete(ctx, m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if gone {
 			return
 		}
-		m.TaskRef = task
+		m.Op = op
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("VM of %s not deleted in 10s", m.Name)
@@ -195,7 +199,7 @@ func TestRestartMidCloneMakesNoDuplicate(t *testing.T) {
 	s, creds := newSession(t)
 	m := machine("m2")
 	st, err := s.Reconcile(ctx, m)
-	if err != nil || st.TaskRef == "" {
+	if err != nil || st.Op.IsZero() {
 		t.Fatalf("want a clone task in flight, got %+v, %v", st, err)
 	}
 
@@ -405,5 +409,39 @@ func TestLinkedClone(t *testing.T) {
 	provision(ctx, t, s, m, 0)
 	if n := vmsWithUUID(ctx, t, s, InstanceUUID("default", "linked")); n != 1 {
 		t.Fatalf("%d VMs, want 1", n)
+	}
+}
+
+// TestTaskError: a failed task says vCenter's fault and words, and a lack of
+// room is also told apart as insufficient capacity.
+func TestTaskError(t *testing.T) {
+	tests := []struct {
+		name     string
+		fault    *types.LocalizedMethodFault
+		text     string
+		capacity bool
+	}{
+		{"no detail", nil, "vCenter task failed: CloneVM_Task: unknown error", false},
+		{"duplicate name", &types.LocalizedMethodFault{Fault: &types.DuplicateName{}, LocalizedMessage: "name taken"},
+			"vCenter task failed: CloneVM_Task: DuplicateName: name taken", false},
+		{"no message", &types.LocalizedMethodFault{Fault: &types.DuplicateName{}}, "vCenter task failed: CloneVM_Task: DuplicateName", false},
+		{"memory", &types.LocalizedMethodFault{Fault: &types.InsufficientMemoryResourcesFault{}, LocalizedMessage: "no memory"},
+			"vCenter task failed (insufficient capacity): CloneVM_Task: InsufficientMemoryResourcesFault: no memory", true},
+		{"disk", &types.LocalizedMethodFault{Fault: &types.NoDiskSpace{}, LocalizedMessage: "full"},
+			"vCenter task failed (insufficient capacity): CloneVM_Task: NoDiskSpace: full", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := taskError("CloneVM_Task", tt.fault)
+			if err.Error() != tt.text {
+				t.Errorf("text %q, want %q", err, tt.text)
+			}
+			if !errors.Is(err, platform.ErrOperationFailed) || !errors.Is(err, ErrTaskFailed) {
+				t.Errorf("%v is not an operation failure", err)
+			}
+			if errors.Is(err, platform.ErrInsufficientCapacity) != tt.capacity {
+				t.Errorf("capacity %v, want %v", !tt.capacity, tt.capacity)
+			}
+		})
 	}
 }

@@ -9,12 +9,15 @@ import (
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/platform"
 )
 
 // State is what a reconcile found or started.
 type State struct {
-	// TaskRef is a task still running: record it and come back later.
-	TaskRef string
+	// Op is an operation still running: record it and come back later.
+	Op infrav1.MachineOperation
 	// Exists is true once the VM exists.
 	Exists bool
 	// BIOSUUID is the VM's BIOS UUID, the Node's provider ID suffix.
@@ -53,17 +56,17 @@ func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Mach
 		}
 	}
 	if !st.PoweredOn {
-		if m.TaskRef != "" {
-			ts, err := s.checkTask(ctx, m.TaskRef)
-			if err != nil || ts.TaskRef != "" {
-				st.TaskRef = ts.TaskRef
+		if !m.Op.IsZero() {
+			ts, err := s.checkTask(ctx, m.Op)
+			if err != nil || !ts.Op.IsZero() {
+				st.Op = ts.Op
 				return st, err
 			}
 		}
 		if hasStatic(m.Spec) && o.Config != nil {
 			task, err := s.writeStaticMetadata(ctx, vm, o.Config, m)
 			if err != nil || task != "" {
-				st.TaskRef = task
+				st.Op = infrav1.MachineOperation{Type: infrav1.MachineOperationConfigure, ID: task}
 				return st, err
 			}
 		}
@@ -71,14 +74,15 @@ func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Mach
 		if err != nil {
 			return st, fmt.Errorf("powering on VM %s: %w", vm.Reference().Value, err)
 		}
-		st.TaskRef = task.Reference().Value
+		st.Op = infrav1.MachineOperation{Type: infrav1.MachineOperationPowerOn, ID: task.Reference().Value}
 	}
 	return st, nil
 }
 
-// checkTask returns the task's reference while it runs, nothing once it
+// checkTask returns the operation while its task runs, nothing once it
 // succeeded, and ErrTaskFailed with vCenter's message when it failed.
-func (s *Session) checkTask(ctx context.Context, ref string) (State, error) {
+func (s *Session) checkTask(ctx context.Context, op infrav1.MachineOperation) (State, error) {
+	ref := op.ID
 	var task mo.Task
 	moref := types.ManagedObjectReference{Type: "Task", Value: ref}
 	if err := property.DefaultCollector(s.Client).RetrieveOne(ctx, moref, []string{"info.state", "info.error", "info.descriptionId"}, &task); err != nil {
@@ -90,22 +94,37 @@ func (s *Session) checkTask(ctx context.Context, ref string) (State, error) {
 	}
 	switch task.Info.State {
 	case types.TaskInfoStateQueued, types.TaskInfoStateRunning:
-		return State{TaskRef: ref}, nil
+		return State{Op: op}, nil
 	case types.TaskInfoStateError:
-		msg := "unknown error"
-		if e := task.Info.Error; e != nil {
-			msg = e.LocalizedMessage
-			if e.Fault != nil {
-				// The fault's type says what went wrong when vCenter gives no message.
-				name := reflect.TypeOf(e.Fault).Elem().Name()
-				if msg == "" {
-					msg = name
-				} else {
-					msg = name + ": " + msg
-				}
-			}
-		}
-		return State{}, fmt.Errorf("%w: %s: %s", ErrTaskFailed, task.Info.DescriptionId, msg)
+		return State{}, taskError(task.Info.DescriptionId, task.Info.Error)
 	}
 	return State{}, nil
+}
+
+// taskError is the error of a failed task: ErrTaskFailed with the fault's
+// type and vCenter's message, and ErrInsufficientCapacity too when the
+// fault says the host, cluster or datastore lacks room.
+func taskError(description string, e *types.LocalizedMethodFault) error {
+	msg := "unknown error"
+	var capacity bool
+	if e != nil {
+		msg = e.LocalizedMessage
+		if e.Fault != nil {
+			// The fault's type says what went wrong when vCenter gives no message.
+			name := reflect.TypeOf(e.Fault).Elem().Name()
+			if msg == "" {
+				msg = name
+			} else {
+				msg = name + ": " + msg
+			}
+			switch e.Fault.(type) {
+			case types.BaseInsufficientResourcesFault, *types.NoDiskSpace:
+				capacity = true
+			}
+		}
+	}
+	if capacity {
+		return fmt.Errorf("%w (%w): %s: %s", ErrTaskFailed, platform.ErrInsufficientCapacity, description, msg)
+	}
+	return fmt.Errorf("%w: %s: %s", ErrTaskFailed, description, msg)
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/capwin/capwin/platform"
 )
 
 // Credentials reach one vCenter as one user.
@@ -223,15 +225,15 @@ func (s *Sessions) Forget(sess *Session) {
 }
 
 // ErrLogin is wrapped by a failed login (bad credentials).
-var ErrLogin = errors.New("vCenter login failed")
+var ErrLogin = platform.NewError(platform.ErrAuthentication, "vCenter login failed")
 
 // ErrConnect is wrapped when vCenter cannot be reached or its certificate
 // does not match the thumbprint.
-var ErrConnect = errors.New("cannot connect to vCenter")
+var ErrConnect = platform.NewError(platform.ErrUnavailable, "cannot connect to vCenter")
 
 // ErrTimeout is wrapped when vCenter does not answer a call within the
 // sessions' CallTimeout.
-var ErrTimeout = errors.New("vCenter did not answer")
+var ErrTimeout = platform.NewError(platform.ErrUnavailable, "vCenter did not answer")
 
 func (s *Sessions) open(ctx context.Context, creds Credentials) (*Session, error) {
 	u, err := soap.ParseURL(creds.Server)

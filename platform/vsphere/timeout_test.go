@@ -17,6 +17,8 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 )
 
 // TestLoginTimeout: a server that takes connections and never answers gives
@@ -159,13 +161,13 @@ func TestDeleteWaitsOnlyForClonesItMayOwn(t *testing.T) {
 	t.Cleanup(func() { waitClonesEnded(context.Background(), t, s) })
 
 	other := machine("o1")
-	if st, err := s.Reconcile(ctx, other); err != nil || st.TaskRef == "" {
+	if st, err := s.Reconcile(ctx, other); err != nil || st.Op.IsZero() {
 		t.Fatalf("want o1's clone running, got %+v, %v", st, err)
 	}
 	never := machine("n1") // its clone was never asked for
 	never.DeletingSince = time.Now()
-	if gone, task, err := s.Delete(ctx, never); !gone || task != "" || err != nil {
-		t.Fatalf("another machine's clone held the delete: gone=%v task=%q err=%v", gone, task, err)
+	if gone, op, err := s.Delete(ctx, never); !gone || !op.IsZero() || err != nil {
+		t.Fatalf("another machine's clone held the delete: gone=%v op=%+v err=%v", gone, op, err)
 	}
 
 	hang.Store(true)
@@ -175,12 +177,12 @@ func TestDeleteWaitsOnlyForClonesItMayOwn(t *testing.T) {
 	}
 	hang.Store(false)
 	lost.DeletingSince = time.Now().Add(-time.Hour) // before the clones, beyond the clock-skew margin
-	if gone, task, err := s.Delete(ctx, lost); !gone || task != "" || err != nil {
-		t.Fatalf("a clone queued after the deletion held it: gone=%v task=%q err=%v", gone, task, err)
+	if gone, op, err := s.Delete(ctx, lost); !gone || !op.IsZero() || err != nil {
+		t.Fatalf("a clone queued after the deletion held it: gone=%v op=%+v err=%v", gone, op, err)
 	}
 	lost.DeletingSince = time.Now()
-	if gone, task, err := s.Delete(ctx, lost); gone || task == "" || err != nil {
-		t.Fatalf("want the delete to wait for l1's own clone, got gone=%v task=%q err=%v", gone, task, err)
+	if gone, op, err := s.Delete(ctx, lost); gone || op.Type != infrav1.MachineOperationWaitForCreate || err != nil {
+		t.Fatalf("want the delete to wait for l1's own clone, got gone=%v op=%+v err=%v", gone, op, err)
 	}
 }
 
@@ -246,7 +248,7 @@ func TestDeleteWithAmbiguousTemplate(t *testing.T) {
 		t.Fatalf("want the clone refused for an ambiguous template name, got %v", err)
 	}
 	m.DeletingSince = time.Now()
-	if gone, task, err := s.Delete(ctx, m); !gone || task != "" || err != nil {
-		t.Fatalf("gone=%v task=%q err=%v, want gone", gone, task, err)
+	if gone, op, err := s.Delete(ctx, m); !gone || !op.IsZero() || err != nil {
+		t.Fatalf("gone=%v op=%+v err=%v, want gone", gone, op, err)
 	}
 }

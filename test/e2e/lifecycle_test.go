@@ -154,7 +154,7 @@ func TestControllerRestartMidScaleUp(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		recorded := 0
 		for _, hm := range hybridMachines(ctx, g, o) {
-			if _, cp := hm.Labels[clusterv1.MachineControlPlaneLabel]; !cp && hm.Status.VSphere.TaskRef != "" && hm.Spec.ProviderID == "" {
+			if _, cp := hm.Labels[clusterv1.MachineControlPlaneLabel]; !cp && !hm.Status.Operation.IsZero() && hm.Spec.ProviderID == "" {
 				recorded++
 			}
 		}

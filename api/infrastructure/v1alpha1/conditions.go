@@ -19,19 +19,23 @@ const (
 	// HybridClusterIdentityNotAllowedReason means the HybridClusterIdentity
 	// does not allow the cluster's namespace.
 	HybridClusterIdentityNotAllowedReason = "IdentityNotAllowed"
-	// HybridClusterUnreachableReason means the vCenter does not answer, or its
+	// HybridClusterUnreachableReason means the platform (the vCenter) does not answer, or its
 	// certificate does not match the thumbprint.
 	HybridClusterUnreachableReason = "Unreachable"
-	// HybridClusterBadCredentialsReason means the vCenter refused the login.
+	// HybridClusterBadCredentialsReason means the platform refused the login.
 	HybridClusterBadCredentialsReason = "BadCredentials"
-	// HybridClusterDatacenterNotFoundReason means the datacenter does not exist.
-	HybridClusterDatacenterNotFoundReason = "DatacenterNotFound"
+	// HybridClusterNotFoundReason means where the cluster's machines go
+	// does not exist (the vSphere datacenter); the message names it.
+	HybridClusterNotFoundReason = "NotFound"
 	// HybridClusterDeletingReason means the cluster waits for its machines'
 	// VMs to be deleted before it goes.
 	HybridClusterDeletingReason = "Deleting"
 	// HybridClusterPlatformNotSupportedReason means this build has no
 	// controller for the cluster's platform yet (Azure).
 	HybridClusterPlatformNotSupportedReason = "PlatformNotSupported"
+	// HybridClusterInvalidReason means the spec names no platform capwin
+	// can act on.
+	HybridClusterInvalidReason = "InvalidConfiguration"
 )
 
 // HybridMachine's conditions and their reasons.
@@ -50,18 +54,27 @@ const (
 	// HybridMachineWaitingForBootstrapDataReason means the Machine's bootstrap
 	// data Secret is not there yet.
 	HybridMachineWaitingForBootstrapDataReason = "WaitingForBootstrapData"
-	// HybridMachineCloningReason means the clone task runs.
-	HybridMachineCloningReason = "Cloning"
-	// HybridMachinePoweringOnReason means the VM exists and is being powered on.
-	HybridMachinePoweringOnReason = "PoweringOn"
-	// HybridMachineNotFoundReason means the template, folder, pool,
-	// datastore or network named in the spec does not exist.
-	HybridMachineNotFoundReason = "InventoryNotFound"
+	// HybridMachineCreatingReason means the VM is being created (a vSphere
+	// clone runs).
+	HybridMachineCreatingReason = "Creating"
+	// HybridMachineStartingReason means the VM exists and is being
+	// configured or powered on.
+	HybridMachineStartingReason = "Starting"
+	// HybridMachineNotFoundReason means something the spec names (a vSphere
+	// template, folder, pool, datastore or network) does not exist; the
+	// message names it.
+	HybridMachineNotFoundReason = "NotFound"
+	// HybridMachineInsufficientCapacityReason means the platform has not
+	// the capacity (memory, CPU, disk, quota) the machine needs; it is
+	// retried.
+	HybridMachineInsufficientCapacityReason = "InsufficientCapacity"
 	// HybridMachineVMGoneReason means the VM of a provisioned machine was
 	// deleted outside capwin; the Machine must be replaced.
 	HybridMachineVMGoneReason = "VMDeleted"
-	// HybridMachineTaskFailedReason means a vCenter task failed; it is retried.
-	HybridMachineTaskFailedReason = "TaskFailed"
+	// HybridMachineOperationFailedReason means a platform operation (a
+	// vCenter task) failed; the message gives the platform's words. It is
+	// retried with backoff.
+	HybridMachineOperationFailedReason = "OperationFailed"
 	// HybridMachinePlatformUnavailableReason means the HybridCluster's
 	// platform cannot be reached or did not answer a call in time.
 	HybridMachinePlatformUnavailableReason = "PlatformUnavailable"

@@ -109,3 +109,26 @@ type HybridClusterList struct {
 func init() {
 	objectTypes = append(objectTypes, &HybridCluster{}, &HybridClusterList{})
 }
+
+// Platform is the PlatformLabel value of the platform the spec is on
+// (PlatformVSphere or PlatformAzure), or "" when it names none.
+func (s *HybridClusterSpec) Platform() string {
+	switch {
+	case s.VSphere != nil:
+		return PlatformVSphere
+	case s.Azure != nil:
+		return PlatformAzure
+	}
+	return ""
+}
+
+// Identity is the identityRef of the spec's platform.
+func (s *HybridClusterSpec) Identity() IdentityReference {
+	switch {
+	case s.VSphere != nil:
+		return s.VSphere.IdentityRef
+	case s.Azure != nil:
+		return s.Azure.IdentityRef
+	}
+	return IdentityReference{}
+}

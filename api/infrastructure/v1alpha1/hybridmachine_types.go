@@ -50,58 +50,52 @@ type HybridMachineInitializationStatus struct {
 	Provisioned *bool `json:"provisioned,omitempty"`
 }
 
-// NodeBootstrapPhase is how far a node has come through its first boot.
-// +kubebuilder:validation:Enum=Pending;InstallingAgent;Configuring;Joining;Joined;Failed
-type NodeBootstrapPhase string
+// MachineOperationType is what a long-running platform operation does.
+// +kubebuilder:validation:Enum=Create;WaitForCreate;Configure;PowerOn;ClearBootstrapData;PowerOff;Delete
+type MachineOperationType string
 
 const (
-	// NodeBootstrapPending means the VM has not reported yet.
-	NodeBootstrapPending NodeBootstrapPhase = "Pending"
-	// NodeBootstrapInstallingAgent means the payload is installing capwin-node.
-	NodeBootstrapInstallingAgent NodeBootstrapPhase = "InstallingAgent"
-	// NodeBootstrapConfiguring means the agent is writing configuration, creating
-	// the HNS network and registering services.
-	NodeBootstrapConfiguring NodeBootstrapPhase = "Configuring"
-	// NodeBootstrapJoining means kubeadm join is running.
-	NodeBootstrapJoining NodeBootstrapPhase = "Joining"
-	// NodeBootstrapJoined means the node joined the cluster.
-	NodeBootstrapJoined NodeBootstrapPhase = "Joined"
-	// NodeBootstrapFailed means a step failed; the message says which.
-	NodeBootstrapFailed NodeBootstrapPhase = "Failed"
+	// MachineOperationCreate makes the VM (a vSphere clone).
+	MachineOperationCreate MachineOperationType = "Create"
+	// MachineOperationWaitForCreate waits, while a machine that was never
+	// provisioned is deleted, for a create that may be the machine's own
+	// and whose operation was never recorded (vSphere: a running clone of
+	// the machine's template).
+	MachineOperationWaitForCreate MachineOperationType = "WaitForCreate"
+	// MachineOperationConfigure changes the VM's configuration before it
+	// starts (vSphere: the network metadata with the NICs' MAC addresses).
+	MachineOperationConfigure MachineOperationType = "Configure"
+	// MachineOperationPowerOn starts the VM.
+	MachineOperationPowerOn MachineOperationType = "PowerOn"
+	// MachineOperationClearBootstrapData removes the bootstrap data from the
+	// VM once its node joined.
+	MachineOperationClearBootstrapData MachineOperationType = "ClearBootstrapData"
+	// MachineOperationPowerOff stops the VM before it is deleted.
+	MachineOperationPowerOff MachineOperationType = "PowerOff"
+	// MachineOperationDelete deletes the VM.
+	MachineOperationDelete MachineOperationType = "Delete"
 )
 
-// NodeBootstrapStatus is the bootstrap progress a node reports.
-// +kubebuilder:validation:MinProperties=1
-type NodeBootstrapStatus struct {
-	// phase is the last step the node reported.
-	// +optional
-	Phase NodeBootstrapPhase `json:"phase,omitempty"`
+// MachineOperation is a long-running operation the controller started on the
+// machine's platform and looks at again on a later reconcile, instead of
+// waiting for it.
+type MachineOperation struct {
+	// type is what the operation does.
+	// +required
+	Type MachineOperationType `json:"type,omitempty"`
 
-	// message is the node's own words about that step.
-	// +optional
+	// id identifies the operation to its platform: on vSphere, the managed
+	// object ID of a vCenter task (task-42). The VM itself is found by an
+	// ID derived from the HybridMachine's namespace and name, never by this
+	// field.
+	// +required
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=10240
-	Message string `json:"message,omitempty"`
-
-	// lastUpdateTime is when the node last reported.
-	// +optional
-	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty,omitzero"`
+	// +kubebuilder:validation:MaxLength=8192
+	ID string `json:"id,omitempty"`
 }
 
-// VSphereMachineStatus is the state of a vSphere VM.
-// +kubebuilder:validation:MinProperties=1
-type VSphereMachineStatus struct {
-	// taskRef is the vCenter task (clone, power on, power off, destroy) the
-	// controller started and resumes on its next reconcile. While a machine
-	// that was never provisioned is deleted, it can also be a clone of its
-	// template that the delete waits for, as that clone may be the
-	// machine's own. The VM itself is found by its instance UUID, derived
-	// from the HybridMachine's namespace and name, never by this field.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=256
-	TaskRef string `json:"taskRef,omitempty"`
-}
+// IsZero reports whether no operation is recorded.
+func (o MachineOperation) IsZero() bool { return o.ID == "" }
 
 // HybridMachineStatus is the observed state of a HybridMachine.
 // +kubebuilder:validation:MinProperties=1
@@ -123,14 +117,11 @@ type HybridMachineStatus struct {
 	// +kubebuilder:validation:MaxLength=256
 	FailureDomain string `json:"failureDomain,omitempty"`
 
-	// vsphere is the state of the machine's vSphere VM.
+	// operation is the platform operation in flight (a create, a power-on,
+	// a delete), which the next reconcile looks at again. Empty when none
+	// runs.
 	// +optional
-	VSphere VSphereMachineStatus `json:"vsphere,omitempty,omitzero"`
-
-	// nodeBootstrap is the progress the node reports during its first boot.
-	// Empty until the node agent reports it.
-	// +optional
-	NodeBootstrap NodeBootstrapStatus `json:"nodeBootstrap,omitempty,omitzero"`
+	Operation MachineOperation `json:"operation,omitempty,omitzero"`
 
 	// conditions are the HybridMachine's current state.
 	// +optional
@@ -150,7 +141,7 @@ type HybridMachineStatus struct {
 // +kubebuilder:printcolumn:name="OS",type="string",JSONPath=".spec.os.type"
 // +kubebuilder:printcolumn:name="Release",type="string",JSONPath=".spec.os.windowsRelease",description="Windows Server release"
 // +kubebuilder:printcolumn:name="ProviderID",type="string",JSONPath=".spec.providerID"
-// +kubebuilder:printcolumn:name="Bootstrap",type="string",JSONPath=".status.nodeBootstrap.phase",description="Bootstrap progress the node reports"
+// +kubebuilder:printcolumn:name="Operation",type="string",JSONPath=".status.operation.type",description="The platform operation in flight"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 
@@ -283,4 +274,16 @@ func init() {
 	objectTypes = append(objectTypes,
 		&HybridMachine{}, &HybridMachineList{},
 		&HybridMachineTemplate{}, &HybridMachineTemplateList{})
+}
+
+// Platform is the PlatformLabel value of the platform the spec is on
+// (PlatformVSphere or PlatformAzure), or "" when it names none.
+func (s *HybridMachineSpec) Platform() string {
+	switch {
+	case s.VSphere != nil:
+		return PlatformVSphere
+	case s.Azure != nil:
+		return PlatformAzure
+	}
+	return ""
 }

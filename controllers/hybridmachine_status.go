@@ -1,0 +1,150 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/platform"
+)
+
+// The HybridMachine's conditions as small pure functions of what a
+// reconcile found; conditions.Set stamps each with the observed generation.
+
+func setVMProvisioned(hm *infrav1.HybridMachine, c metav1.Condition) {
+	c.Type = infrav1.HybridMachineVMProvisionedCondition
+	conditions.Set(hm, c)
+}
+
+func setBootstrapDataCleared(hm *infrav1.HybridMachine, c metav1.Condition) {
+	c.Type = infrav1.HybridMachineBootstrapDataClearedCondition
+	conditions.Set(hm, c)
+}
+
+func notYet(reason, message string) metav1.Condition {
+	return metav1.Condition{Status: metav1.ConditionFalse, Reason: reason, Message: message}
+}
+
+func waitingForClusterInfrastructure() metav1.Condition {
+	return notYet(infrav1.HybridMachineWaitingForClusterInfrastructureReason, "Waiting for the HybridCluster to be provisioned")
+}
+
+func waitingForBootstrapData() metav1.Condition {
+	return notYet(infrav1.HybridMachineWaitingForBootstrapDataReason, "Waiting for the Machine's bootstrap data Secret")
+}
+
+func waitingForClusterToDelete() metav1.Condition {
+	return notYet(infrav1.HybridMachineDeletingReason, "Waiting for the HybridCluster, whose credentials the VM is deleted with")
+}
+
+func waitingForNode() metav1.Condition {
+	return notYet(infrav1.HybridMachineWaitingForNodeReason, "")
+}
+
+func bootstrapDataCleared() metav1.Condition {
+	return metav1.Condition{Status: metav1.ConditionTrue, Reason: infrav1.HybridMachineBootstrapDataClearedReason}
+}
+
+// vmProvisioned is the VMProvisioned condition of an EnsureMachine state:
+// creating or starting while an operation runs, true once none does.
+func vmProvisioned(st platform.MachineState) metav1.Condition {
+	switch st.Operation.Type {
+	case "":
+		return metav1.Condition{Status: metav1.ConditionTrue, Reason: infrav1.HybridMachineVMProvisionedReason}
+	case infrav1.MachineOperationCreate, infrav1.MachineOperationWaitForCreate:
+		return notYet(infrav1.HybridMachineCreatingReason, operationMessage(st.Operation))
+	}
+	return notYet(infrav1.HybridMachineStartingReason, operationMessage(st.Operation))
+}
+
+// deleting is the VMProvisioned condition while the VM is deleted.
+func deleting(op infrav1.MachineOperation) metav1.Condition {
+	if op.IsZero() {
+		return notYet(infrav1.HybridMachineDeletingReason, "")
+	}
+	return notYet(infrav1.HybridMachineDeletingReason, "Waiting for "+operationMessage(op))
+}
+
+// operationMessage names an operation for a condition's message; an ID
+// too long to read (an Azure resume token) is left out.
+func operationMessage(op infrav1.MachineOperation) string {
+	if len(op.ID) > 64 {
+		return fmt.Sprintf("operation %s", op.Type)
+	}
+	return fmt.Sprintf("operation %s (%s)", op.Type, op.ID)
+}
+
+// machineAddresses are the VM's host name and IP addresses.
+func machineAddresses(computerName string, ips []string) []clusterv1.MachineAddress {
+	addrs := []clusterv1.MachineAddress{{Type: clusterv1.MachineHostName, Address: computerName}}
+	for _, ip := range ips {
+		addrs = append(addrs, clusterv1.MachineAddress{Type: clusterv1.MachineInternalIP, Address: ip})
+	}
+	return addrs
+}
+
+// errorOutcome is what a platform error does to a reconcile: the condition
+// it sets (nil: none), when it is tried again, the error returned to the
+// controller (retried with backoff), and whether the recorded operation is
+// forgotten.
+type errorOutcome struct {
+	condition      *metav1.Condition
+	result         ctrl.Result
+	err            error
+	clearOperation bool
+}
+
+// vmGoneMessage tells the user what to do about a VM deleted behind
+// capwin's back.
+const vmGoneMessage = "The VM was deleted outside capwin and is not re-created (its provider ID would change): delete the Machine to replace it, as a MachineHealthCheck does"
+
+// machineErrorOutcome maps a platform error met while making a machine. A
+// recorded operation is kept unless it failed: forgetting a create in
+// flight could start a second one.
+func machineErrorOutcome(err error) errorOutcome {
+	retry := ctrl.Result{RequeueAfter: platform.RetryAfter(err)}
+	c := func(reason, message string) *metav1.Condition {
+		cond := notYet(reason, message)
+		return &cond
+	}
+	switch {
+	case errors.Is(err, platform.ErrSessionExpired):
+		// Log in again, without a word: the next try opens a session.
+		return errorOutcome{result: retry}
+	case errors.Is(err, platform.ErrMachineGone):
+		return errorOutcome{condition: c(infrav1.HybridMachineVMGoneReason, vmGoneMessage)}
+	case errors.Is(err, platform.ErrInsufficientCapacity):
+		// Retried with the controller's backoff, so that an operation that
+		// keeps failing does not keep the platform busy.
+		return errorOutcome{condition: c(infrav1.HybridMachineInsufficientCapacityReason, err.Error()), err: err, clearOperation: true}
+	case errors.Is(err, platform.ErrOperationFailed):
+		return errorOutcome{condition: c(infrav1.HybridMachineOperationFailedReason, err.Error()), err: err, clearOperation: true}
+	case errors.Is(err, platform.ErrNotFound):
+		return errorOutcome{condition: c(infrav1.HybridMachineNotFoundReason, err.Error()), result: retry}
+	case errors.Is(err, platform.ErrInvalid), errors.Is(err, platform.ErrNotSupported):
+		// Waits for a change to the spec.
+		return errorOutcome{condition: c(infrav1.HybridMachineInvalidReason, err.Error())}
+	case errors.Is(err, platform.ErrUnavailable), errors.Is(err, platform.ErrAuthentication),
+		errors.Is(err, platform.ErrCredentialsNotFound), errors.Is(err, platform.ErrIdentityNotAllowed):
+		// A create the platform started without answering is not made
+		// twice: the VM is found again by its ID derived from the machine.
+		return errorOutcome{condition: c(infrav1.HybridMachinePlatformUnavailableReason, err.Error()), result: retry}
+	}
+	return errorOutcome{err: err}
+}
+
+// deleteErrorOutcome maps a platform error met while deleting a machine: a
+// failed power-off or delete is reported and retried with backoff.
+func deleteErrorOutcome(err error) errorOutcome {
+	if errors.Is(err, platform.ErrSessionExpired) {
+		return errorOutcome{result: ctrl.Result{RequeueAfter: platform.RetryAfter(err)}}
+	}
+	c := notYet(infrav1.HybridMachineDeletingReason, err.Error())
+	return errorOutcome{condition: &c, err: err}
+}

@@ -1,0 +1,73 @@
+package platform
+
+import (
+	"context"
+	"time"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+)
+
+// Factory returns the Platform of a HybridCluster: the implementation its
+// spec names, logged in with the credentials its identityRef names.
+type Factory interface {
+	// For returns ErrNotSupported when this build has no implementation of
+	// the platform, and the credential and login errors (ErrCredentialsNotFound,
+	// ErrIdentityNotAllowed, ErrAuthentication, ErrUnavailable) otherwise.
+	For(ctx context.Context, hc *infrav1.HybridCluster) (Platform, error)
+	// Supports reports whether this build implements the platform of that
+	// PlatformLabel value; a machine on another was never made.
+	Supports(platform string) bool
+}
+
+// Platform is one HybridCluster's cloud, as the reconcilers use it. No call
+// waits for a long operation: one that is started is returned for the
+// caller to record in status.operation and pass back on a later reconcile.
+type Platform interface {
+	// CheckCluster returns nil when machines can be made: the place they
+	// go (the vSphere datacenter) exists.
+	CheckCluster(ctx context.Context) error
+	// EnsureMachine drives the machine's VM one step towards existing and
+	// running, and reports its state.
+	EnsureMachine(ctx context.Context, m *Machine) (MachineState, error)
+	// BootstrapDataCleared reports whether the VM no longer carries the
+	// bootstrap data (a VM that is gone carries none).
+	BootstrapDataCleared(ctx context.Context, m *Machine) (bool, error)
+	// ClearBootstrapData starts removing the bootstrap data from the VM;
+	// BootstrapDataCleared tells when it is done.
+	ClearBootstrapData(ctx context.Context, m *Machine) (infrav1.MachineOperation, error)
+	// DeleteMachine drives the VM one step towards gone, and reports gone
+	// once nothing of it is left.
+	DeleteMachine(ctx context.Context, m *Machine) (gone bool, op infrav1.MachineOperation, err error)
+}
+
+// Machine is one HybridMachine as a Platform sees it.
+type Machine struct {
+	// HybridMachine is read, never written, by the platform: its spec, its
+	// recorded status.operation, whether it was provisioned and when its
+	// deletion began.
+	HybridMachine *infrav1.HybridMachine
+	// ComputerName is the guest's host name, which becomes its node name.
+	ComputerName string
+	// BootstrapData is the Machine's bootstrap data, needed only until the
+	// VM exists.
+	BootstrapData []byte
+}
+
+// MachineState is what EnsureMachine found or started.
+type MachineState struct {
+	// Operation is an operation still running: record it and come back.
+	Operation infrav1.MachineOperation
+	// Exists is true once the VM exists.
+	Exists bool
+	// Running is true once the VM runs.
+	Running bool
+	// ProviderID is the provider ID its Node gets, once the VM exists.
+	ProviderID string
+	// Addresses are the guest's IP addresses, once the guest reports them.
+	Addresses []string
+}
+
+// DefaultRetry is how soon an unreachable or misconfigured platform is
+// tried again when the error says nothing else: often enough to notice a
+// fix, seldom enough never to storm the platform.
+const DefaultRetry = 30 * time.Second
