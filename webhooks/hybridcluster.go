@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"strings"
 
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
