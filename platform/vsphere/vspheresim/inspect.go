@@ -15,12 +15,12 @@ import (
 type VM struct {
 	Name string
 	// InstanceUUID is config.instanceUuid, by which capwin finds a
-	// machine's VM; empty while vCenter has no configuration for it.
+	// machine's VM. It, GuestID (config.guestId) and NumCPUs
+	// (config.hardware.numCPU) are empty while vCenter has no
+	// configuration for the VM.
 	InstanceUUID string
-	// GuestID is config.guestId.
-	GuestID string
-	// NumCPUs is config.hardware.numCPU.
-	NumCPUs int32
+	GuestID      string
+	NumCPUs      int32
 }
 
 // VMs lists every VM of the inventory, templates included.
