@@ -149,7 +149,7 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 	if err := s.StartCapwin(ctx); err != nil {
 		return s, err
 	}
-	s.Guests, err = newGuests(ctx, s.VCenter.URL(), s.Workload.Client, s.Workload.Config.CAData, opts.BootDelay, opts.Log.WithName("guest"))
+	s.Guests, err = newGuests(ctx, s.VCenter, s.Workload.Client, s.Workload.Config.CAData, opts.BootDelay, opts.Log.WithName("guest"))
 	if err != nil {
 		return s, err
 	}

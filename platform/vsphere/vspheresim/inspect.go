@@ -11,39 +11,87 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 )
 
-// VM is what the tests look at of a VM in vCenter.
+// VM is what the tests and the simulated guests look at of a VM in
+// vCenter.
 type VM struct {
+	// ID is its managed object ID, which stays while it exists.
+	ID   string
 	Name string
+	// PoweredOn is whether it runs.
+	PoweredOn bool
 	// InstanceUUID is config.instanceUuid, by which capwin finds a
-	// machine's VM. It, GuestID (config.guestId) and NumCPUs
-	// (config.hardware.numCPU) are empty while vCenter has no
-	// configuration for the VM.
+	// machine's VM; BIOSUUID is config.uuid, its provider ID's. They,
+	// GuestID (config.guestId), NumCPUs (config.hardware.numCPU) and
+	// ExtraConfig (config.extraConfig's string values: guestinfo) are
+	// empty while vCenter has no configuration for the VM.
 	InstanceUUID string
+	BIOSUUID     string
 	GuestID      string
 	NumCPUs      int32
+	ExtraConfig  map[string]string
 }
 
 // VMs lists every VM of the inventory, templates included.
 func (v *VCenter) VMs(ctx context.Context) ([]VM, error) {
-	var all []mo.VirtualMachine
-	err := v.with(ctx, func(c *govmomi.Client) error {
-		cv, err := view.NewManager(c.Client).CreateContainerView(ctx, c.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = cv.Destroy(context.WithoutCancel(ctx)) }()
-		return cv.Retrieve(ctx, []string{"VirtualMachine"}, []string{"name", "config.instanceUuid", "config.guestId", "config.hardware.numCPU"}, &all)
-	})
+	w, err := v.Watch(ctx)
 	if err != nil {
+		return nil, err
+	}
+	defer w.Close(ctx)
+	return w.VMs(ctx)
+}
+
+// Watcher reads the inventory's VMs over one session of its own, for a
+// poller (the simulated guests) that looks at them often.
+type Watcher struct {
+	c    *govmomi.Client
+	view *view.ContainerView
+}
+
+// Watch logs in for a Watcher; Close logs out.
+func (v *VCenter) Watch(ctx context.Context) (*Watcher, error) {
+	c, err := v.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cv, err := view.NewManager(c.Client).CreateContainerView(ctx, c.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
+	if err != nil {
+		_ = c.Logout(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return &Watcher{c: c, view: cv}, nil
+}
+
+// Close ends the Watcher's session.
+func (w *Watcher) Close(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	_ = w.view.Destroy(ctx)
+	_ = w.c.Logout(ctx)
+}
+
+// VMs lists every VM of the inventory, templates included.
+func (w *Watcher) VMs(ctx context.Context) ([]VM, error) {
+	var all []mo.VirtualMachine
+	props := []string{"name", "runtime.powerState", "config.instanceUuid", "config.uuid", "config.guestId", "config.hardware.numCPU", "config.extraConfig"}
+	if err := w.view.Retrieve(ctx, []string{"VirtualMachine"}, props, &all); err != nil {
 		return nil, err
 	}
 	out := make([]VM, 0, len(all))
 	for _, o := range all {
-		vm := VM{Name: o.Name}
+		vm := VM{ID: o.Reference().Value, Name: o.Name, PoweredOn: o.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn}
 		if o.Config != nil {
 			vm.InstanceUUID = o.Config.InstanceUuid
+			vm.BIOSUUID = o.Config.Uuid
 			vm.GuestID = o.Config.GuestId
 			vm.NumCPUs = o.Config.Hardware.NumCPU
+			vm.ExtraConfig = map[string]string{}
+			for _, e := range o.Config.ExtraConfig {
+				if ov := e.GetOptionValue(); ov != nil {
+					if s, ok := ov.Value.(string); ok {
+						vm.ExtraConfig[ov.Key] = s
+					}
+				}
+			}
 		}
 		out = append(out, vm)
 	}
