@@ -10,6 +10,7 @@ import (
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/platform/vsphere"
+	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 )
 
 // BenchmarkProvision100HybridMachines creates 100 Windows HybridMachines
@@ -20,7 +21,7 @@ import (
 func BenchmarkProvision100HybridMachines(b *testing.B) {
 	for range b.N {
 		bt := b
-		v := newVC(bt)
+		v := vspheresim.StartT(bt)
 		sessions := vsphere.NewSessions()
 		ns := newNamespace(bt)
 		startControllers(bt, sessions, ns)

@@ -2,20 +2,12 @@ package controllers_test
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/vmware/govmomi/find"
-	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/simulator"
-	"github.com/vmware/govmomi/vim25/methods"
-	"github.com/vmware/govmomi/vim25/mo"
-	"github.com/vmware/govmomi/vim25/soap"
-	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,70 +24,60 @@ import (
 	"github.com/capwin/capwin/controllers"
 	"github.com/capwin/capwin/platform/factory"
 	"github.com/capwin/capwin/platform/vsphere"
+	"github.com/capwin/capwin/platform/vsphere/vspheresim"
+	"github.com/capwin/capwin/test/builder"
 )
 
-func taskRef(value string) types.ManagedObjectReference {
-	return types.ManagedObjectReference{Type: "Task", Value: value}
-}
+const eventually = 60 * time.Second
 
-const (
-	vcUser     = "capwin@vsphere.local"
-	vcPassword = "correct horse"
-	eventually = 60 * time.Second
-)
-
-// vc is an in-process vCenter simulator.
-type vc struct {
-	model *simulator.Model
-	host  string
-}
-
-func newVC(t testing.TB) *vc {
+// session is a separate, uncounted session the test works on vCenter with
+// as capwin does.
+func session(t testing.TB, v *vspheresim.VCenter) *vsphere.Session {
 	t.Helper()
-	model := simulator.VPX()
-	if err := model.Create(); err != nil {
-		t.Fatal(err)
-	}
-	model.Service.TLS = new(tls.Config)
-	model.Service.Listen = &url.URL{User: url.UserPassword(vcUser, vcPassword)}
-	srv := model.Service.NewServer()
-	t.Cleanup(func() { srv.Close(); model.Remove() })
-	return &vc{model: model, host: srv.URL.Host}
-}
-
-// session is a separate, uncounted session the test inspects vCenter with.
-func (v *vc) session(t testing.TB) *vsphere.Session {
-	t.Helper()
-	s, err := vsphere.NewSessions().Get(t.Context(), vsphere.Credentials{Server: v.host, Username: vcUser, Password: vcPassword, Insecure: true})
+	s, err := vsphere.NewSessions().Get(t.Context(), vsphere.Credentials{Server: v.Host, Username: vspheresim.User, Password: vspheresim.Password, Insecure: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-// vms returns the VMs whose instance UUID is one of the given machines'.
-func (v *vc) vmsOf(t testing.TB, namespace string, names ...string) map[string]int {
+// vmsOf counts the VMs whose instance UUID is one of the given machines',
+// by machine.
+func vmsOf(t testing.TB, v *vspheresim.VCenter, namespace string, names ...string) map[string]int {
 	t.Helper()
-	s := v.session(t)
 	want := map[string]string{}
 	for _, n := range names {
 		want[vsphere.InstanceUUID(namespace, n)] = n
 	}
-	vms, err := find.NewFinder(s.Client).VirtualMachineList(t.Context(), "/DC0/vm/...")
-	if err != nil {
-		t.Fatal(err)
-	}
 	counts := map[string]int{}
-	for _, vm := range vms {
-		var o mo.VirtualMachine
-		if err := vm.Properties(t.Context(), vm.Reference(), []string{"config.instanceUuid"}, &o); err != nil {
-			continue
-		}
-		if n, ok := want[o.Config.InstanceUuid]; ok {
+	for _, vm := range vms(t, v) {
+		if n, ok := want[vm.InstanceUUID]; ok {
 			counts[n]++
 		}
 	}
 	return counts
+}
+
+// vms lists vCenter's VMs.
+func vms(t testing.TB, v *vspheresim.VCenter) []vspheresim.VM {
+	t.Helper()
+	all, err := v.VMs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// vmsNamed counts the VMs whose name match says.
+func vmsNamed(t testing.TB, v *vspheresim.VCenter, match func(name string) bool) int {
+	t.Helper()
+	n := 0
+	for _, vm := range vms(t, v) {
+		if match(vm.Name) {
+			n++
+		}
+	}
+	return n
 }
 
 // startControllers runs the HybridCluster and HybridMachine reconcilers in a
@@ -146,32 +128,16 @@ func newNamespace(t testing.TB) string {
 
 // cluster creates a Cluster with a vSphere HybridCluster and its
 // credentials Secret in namespace ns.
-func cluster(t testing.TB, v *vc, ns string, mutate func(*infrav1.HybridCluster, *corev1.Secret)) {
+func cluster(t testing.TB, v *vspheresim.VCenter, ns string, mutate func(*infrav1.HybridCluster, *corev1.Secret)) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
 
-	c := &clusterv1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "win1", Namespace: ns},
-		Spec: clusterv1.ClusterSpec{
-			ClusterNetwork: clusterv1.ClusterNetwork{Pods: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.244.0.0/16"}}},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "HybridCluster", Name: "win1"},
-		},
-	}
+	c := builder.Cluster(ns, "win1").Build()
 	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "vc-creds", Namespace: ns},
-		Data:       map[string][]byte{"username": []byte(vcUser), "password": []byte(vcPassword)},
-	}
-	hc := &infrav1.HybridCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "win1", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: "win1", UID: c.UID}}},
-		Spec: infrav1.HybridClusterSpec{VSphere: &infrav1.VSphereClusterSpec{
-			Server: v.host, Datacenter: "DC0", Insecure: ptr.To(true),
-			IdentityRef: infrav1.IdentityReference{Kind: infrav1.SecretIdentity, Name: "vc-creds"},
-		}},
-	}
+	secret := builder.CredentialsSecret(ns, "vc-creds", vspheresim.User, vspheresim.Password)
+	hc := builder.VSphereCluster(ns, "win1").WithServer(v.Host).WithDatacenter("DC0").WithInsecure().
+		WithIdentity(infrav1.SecretIdentity, "vc-creds").WithOwner(c).Build()
 	if mutate != nil {
 		mutate(hc, secret)
 	}
@@ -200,34 +166,10 @@ func machine(t testing.TB, ns, name, template string) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
-	g.Expect(env.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-bootstrap", Namespace: ns},
-		Type:       clusterv1.ClusterSecretType,
-		Data:       map[string][]byte{"value": []byte("#ps1_sysnative\n$NodeConfig = 'e30='\n"), "format": []byte("powershell")},
-	})).To(Succeed())
-	m := &clusterv1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: clusterv1.MachineSpec{
-			ClusterName: "win1",
-			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(name + "-bootstrap")},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "HybridMachine", Name: name},
-		},
-	}
+	g.Expect(env.Client.Create(ctx, builder.BootstrapDataSecret(ns, name+"-bootstrap", "powershell", "#ps1_sysnative\n$NodeConfig = 'e30='\n"))).To(Succeed())
+	m := builder.Machine(ns, name, "win1").WithBootstrapDataSecret(name + "-bootstrap").Build()
 	g.Expect(env.Client.Create(ctx, m)).To(Succeed())
-	hm := &infrav1.HybridMachine{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
-			Labels: map[string]string{clusterv1.ClusterNameLabel: "win1"},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: name, UID: m.UID, Controller: ptr.To(true)}}},
-		Spec: infrav1.HybridMachineSpec{
-			OS: infrav1.OSSpec{Type: infrav1.OSWindows, WindowsRelease: infrav1.WindowsServer2022, WindowsBuild: "10.0.20348"},
-			VSphere: &infrav1.VSphereMachineSpec{
-				Template: template, NumCPUs: 4, MemoryMiB: 8192, ResourcePool: "/DC0/host/DC0_C0/Resources",
-				Network: []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", DHCP4: ptr.To(true)}},
-			},
-		},
-	}
+	hm := builder.WindowsVSphereMachine(ns, name).WithTemplate(template).WithResourcePool("/DC0/host/DC0_C0/Resources").WithOwner(m).Build()
 	g.Expect(env.Client.Create(ctx, hm)).To(Succeed())
 }
 
@@ -244,7 +186,7 @@ func condReason(g Gomega, obj conditions.Getter, t string) string {
 }
 
 func TestHybridClusterConditions(t *testing.T) {
-	v := newVC(t)
+	v := vspheresim.StartT(t)
 	tests := []struct {
 		name   string
 		mutate func(*infrav1.HybridCluster, *corev1.Secret)
@@ -279,7 +221,7 @@ func TestHybridClusterConditions(t *testing.T) {
 
 func TestHybridMachineLifecycle(t *testing.T) {
 	g := NewWithT(t)
-	v := newVC(t)
+	v := vspheresim.StartT(t)
 	ns := newNamespace(t)
 	startControllers(t, vsphere.NewSessions(), ns)
 	cluster(t, v, ns, nil)
@@ -290,7 +232,7 @@ func TestHybridMachineLifecycle(t *testing.T) {
 		g.Expect(condReason(g, getHM(g, ns, "m1"), infrav1.HybridMachineVMProvisionedCondition)).
 			To(Equal(infrav1.HybridMachineWaitingForClusterInfrastructureReason))
 	}, eventually).Should(Succeed())
-	g.Expect(v.vmsOf(t, ns, "m1")["m1"]).To(BeZero())
+	g.Expect(vmsOf(t, v, ns, "m1")["m1"]).To(BeZero())
 
 	markInfrastructureProvisioned(t, ns)
 	g.Eventually(func(g Gomega) {
@@ -299,7 +241,7 @@ func TestHybridMachineLifecycle(t *testing.T) {
 		g.Expect(hm.Spec.ProviderID).To(HavePrefix("vsphere://"))
 		g.Expect(hm.Status.Addresses).To(ContainElement(HaveField("Type", clusterv1.MachineHostName)))
 	}, eventually).Should(Succeed())
-	g.Expect(v.vmsOf(t, ns, "m1")["m1"]).To(Equal(1))
+	g.Expect(vmsOf(t, v, ns, "m1")["m1"]).To(Equal(1))
 
 	// The node joins: the user data (with its token) leaves the VM.
 	m := &clusterv1.Machine{}
@@ -309,7 +251,7 @@ func TestHybridMachineLifecycle(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(conditions.IsTrue(getHM(g, ns, "m1"), infrav1.HybridMachineBootstrapDataClearedCondition)).To(BeTrue())
 	}, eventually).Should(Succeed())
-	cleared, err := v.session(t).UserDataCleared(t.Context(), vsphere.Machine{Namespace: ns, Name: "m1", Datacenter: "DC0"})
+	cleared, err := session(t, v).UserDataCleared(t.Context(), vsphere.Machine{Namespace: ns, Name: "m1", Datacenter: "DC0"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cleared).To(BeTrue())
 
@@ -331,12 +273,12 @@ func TestHybridMachineLifecycle(t *testing.T) {
 		err = env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, &infrav1.HybridCluster{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	}, eventually).Should(Succeed())
-	g.Expect(v.vmsOf(t, ns, "m1")["m1"]).To(BeZero())
+	g.Expect(vmsOf(t, v, ns, "m1")["m1"]).To(BeZero())
 }
 
 func TestVMAlreadyDeleted(t *testing.T) {
 	g := NewWithT(t)
-	v := newVC(t)
+	v := vspheresim.StartT(t)
 	ns := newNamespace(t)
 	startControllers(t, vsphere.NewSessions(), ns)
 	cluster(t, v, ns, nil)
@@ -347,7 +289,7 @@ func TestVMAlreadyDeleted(t *testing.T) {
 	}, eventually).Should(Succeed())
 
 	// Someone destroys the VM behind capwin's back.
-	s := v.session(t)
+	s := session(t, v)
 	gone := false
 	for !gone {
 		var op infrav1.MachineOperation
@@ -355,7 +297,7 @@ func TestVMAlreadyDeleted(t *testing.T) {
 		gone, op, err = s.Delete(t.Context(), vsphere.Machine{Namespace: ns, Name: "m2", Datacenter: "DC0"})
 		g.Expect(err).NotTo(HaveOccurred())
 		if !op.IsZero() {
-			g.Expect(object.NewTask(s.Client, taskRef(op.ID)).Wait(t.Context())).To(Succeed())
+			g.Expect(v.WaitTask(t.Context(), op.ID)).To(Succeed())
 		}
 	}
 	// It is reported, not silently re-created with a new provider ID.
@@ -366,7 +308,7 @@ func TestVMAlreadyDeleted(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(condReason(g, getHM(g, ns, "m2"), infrav1.HybridMachineVMProvisionedCondition)).To(Equal(infrav1.HybridMachineVMGoneReason))
 	}, eventually).Should(Succeed())
-	g.Expect(v.vmsOf(t, ns, "m2")["m2"]).To(BeZero())
+	g.Expect(vmsOf(t, v, ns, "m2")["m2"]).To(BeZero())
 
 	g.Expect(env.Client.Delete(t.Context(), getHM(g, ns, "m2"))).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -377,7 +319,7 @@ func TestVMAlreadyDeleted(t *testing.T) {
 
 func TestTemplateNotFound(t *testing.T) {
 	g := NewWithT(t)
-	v := newVC(t)
+	v := vspheresim.StartT(t)
 	ns := newNamespace(t)
 	startControllers(t, vsphere.NewSessions(), ns)
 	cluster(t, v, ns, nil)
@@ -394,9 +336,8 @@ func TestTemplateNotFound(t *testing.T) {
 // (new sessions, new caches) resumes and makes no second VM.
 func TestRestartMidClone(t *testing.T) {
 	g := NewWithT(t)
-	v := newVC(t)
-	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 3000} // vcsim delays a task by its info.name
-	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
+	v := vspheresim.StartT(t)
+	vspheresim.DelayTasks(t, map[string]int{"CloneVm": 3000}) // vcsim delays a task by its info.name
 
 	ns := newNamespace(t)
 	stop := startControllers(t, vsphere.NewSessions(), ns)
@@ -412,20 +353,15 @@ func TestRestartMidClone(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(getHM(g, ns, "m4").Status.Initialization.Provisioned).To(Equal(ptr.To(true)))
 	}, eventually).Should(Succeed())
-	g.Expect(v.vmsOf(t, ns, "m4")["m4"]).To(Equal(1))
+	g.Expect(vmsOf(t, v, ns, "m4")["m4"]).To(Equal(1))
 }
 
 // TestFaultInjectionFiftyMachines: 5 % of Clone and PowerOn calls fail; all
 // 50 machines end provisioned with one VM each, through at most 2 sessions.
 func TestFaultInjectionFiftyMachines(t *testing.T) {
 	g := NewWithT(t)
-	v := newVC(t)
-	for _, method := range []string{"CloneVM_Task", "PowerOnVM_Task"} {
-		v.model.Service.AddFaultRule(&simulator.FaultInjectionRule{
-			MethodName: method, ObjectType: "*", ObjectName: "*",
-			Probability: 0.05, FaultType: simulator.FaultTypeGeneric, Message: "injected fault", Enabled: true,
-		})
-	}
+	v := vspheresim.StartT(t)
+	v.FailCalls(0.05, "CloneVM_Task", "PowerOnVM_Task")
 	sessions := vsphere.NewSessions()
 	ns := newNamespace(t)
 	startControllers(t, sessions, ns)
@@ -448,13 +384,11 @@ func TestFaultInjectionFiftyMachines(t *testing.T) {
 		g.Expect(provisioned).To(Equal(50))
 	}, 3*time.Minute, time.Second).Should(Succeed())
 
-	counts := v.vmsOf(t, ns, names...)
+	counts := vmsOf(t, v, ns, names...)
 	for _, n := range names {
 		g.Expect(counts[n]).To(Equal(1), "machine %s has %d VMs", n, counts[n])
 	}
-	vms, err := find.NewFinder(v.session(t).Client).VirtualMachineList(t.Context(), "/DC0/vm/f*")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(vms).To(HaveLen(50), "no orphaned or duplicate VM")
+	g.Expect(vmsNamed(t, v, func(n string) bool { return strings.HasPrefix(n, "f") })).To(Equal(50), "no orphaned or duplicate VM")
 	g.Expect(sessions.Opened()).To(BeNumerically("<=", 2))
 }
 
@@ -463,15 +397,8 @@ func TestFaultInjectionFiftyMachines(t *testing.T) {
 // the other VM is left alone.
 func TestTaskFailure(t *testing.T) {
 	g := NewWithT(t)
-	v := newVC(t)
-	s := v.session(t)
-	tmpl, err := find.NewFinder(s.Client).VirtualMachine(t.Context(), "/DC0/vm/DC0_H0_VM0")
-	g.Expect(err).NotTo(HaveOccurred())
-	folder, err := find.NewFinder(s.Client).Folder(t.Context(), "/DC0/vm")
-	g.Expect(err).NotTo(HaveOccurred())
-	task, err := tmpl.Clone(t.Context(), folder, "taken", types.VirtualMachineCloneSpec{})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(task.Wait(t.Context())).To(Succeed())
+	v := vspheresim.StartT(t)
+	g.Expect(v.CloneVM(t.Context(), "/DC0/vm/DC0_H0_VM0", "/DC0/vm", "taken")).To(Succeed())
 
 	ns := newNamespace(t)
 	startControllers(t, vsphere.NewSessions(), ns)
@@ -485,9 +412,7 @@ func TestTaskFailure(t *testing.T) {
 		g.Expect(c.Reason).To(Equal(infrav1.HybridMachineOperationFailedReason))
 		g.Expect(c.Message).To(ContainSubstring("DuplicateName"))
 	}, eventually).Should(Succeed())
-	vms, err := find.NewFinder(s.Client).VirtualMachineList(t.Context(), "/DC0/vm/taken")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(vms).To(HaveLen(1), "the VM capwin did not make is untouched")
+	g.Expect(vmsNamed(t, v, func(n string) bool { return n == "taken" })).To(Equal(1), "the VM capwin did not make is untouched")
 }
 
 // TestDeleteMidClone: a machine deleted while its clone runs leaves no VM.
@@ -496,9 +421,8 @@ func TestTaskFailure(t *testing.T) {
 // the recorded task in Delete covers that case without a test here.
 func TestDeleteMidClone(t *testing.T) {
 	g := NewWithT(t)
-	v := newVC(t)
-	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 2000} // vcsim delays a task by its info.name
-	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
+	v := vspheresim.StartT(t)
+	vspheresim.DelayTasks(t, map[string]int{"CloneVm": 2000}) // vcsim delays a task by its info.name
 	ns := newNamespace(t)
 	startControllers(t, vsphere.NewSessions(), ns)
 	cluster(t, v, ns, nil)
@@ -514,7 +438,7 @@ func TestDeleteMidClone(t *testing.T) {
 	}, eventually).Should(Succeed())
 	// Watch past the end of the clone (2 s in vcsim).
 	g.Consistently(func(g Gomega) {
-		g.Expect(v.vmsOf(t, ns, "m5")["m5"]).To(BeZero(), "the VM whose clone was in flight is deleted too")
+		g.Expect(vmsOf(t, v, ns, "m5")["m5"]).To(BeZero(), "the VM whose clone was in flight is deleted too")
 	}, 3*time.Second, 250*time.Millisecond).Should(Succeed())
 }
 
@@ -522,7 +446,7 @@ func TestDeleteMidClone(t *testing.T) {
 // Paused condition and no VM.
 func TestPausedClusterMakesNoVM(t *testing.T) {
 	g := NewWithT(t)
-	v := newVC(t)
+	v := vspheresim.StartT(t)
 	ns := newNamespace(t)
 	startControllers(t, vsphere.NewSessions(), ns)
 	cluster(t, v, ns, nil)
@@ -537,7 +461,7 @@ func TestPausedClusterMakesNoVM(t *testing.T) {
 		g.Expect(conditions.IsTrue(getHM(g, ns, "p1"), clusterv1.PausedCondition)).To(BeTrue())
 	}, eventually).Should(Succeed())
 	g.Consistently(func(g Gomega) {
-		g.Expect(v.vmsOf(t, ns, "p1")["p1"]).To(BeZero())
+		g.Expect(vmsOf(t, v, ns, "p1")["p1"]).To(BeZero())
 	}, 2*time.Second, 250*time.Millisecond).Should(Succeed())
 
 	// Unpaused, it goes on.
@@ -553,7 +477,7 @@ func TestPausedClusterMakesNoVM(t *testing.T) {
 // says plainly that this build does not act on it.
 func TestAzureClusterNotSupportedYet(t *testing.T) {
 	g := NewWithT(t)
-	v := newVC(t)
+	v := vspheresim.StartT(t)
 	ns := newNamespace(t)
 	startControllers(t, vsphere.NewSessions(), ns)
 	cluster(t, v, ns, func(hc *infrav1.HybridCluster, _ *corev1.Secret) {
@@ -573,28 +497,17 @@ func TestAzureClusterNotSupportedYet(t *testing.T) {
 	}, eventually).Should(Succeed())
 }
 
-// cloneUnanswered passes calls to vCenter except CloneVM_Task, which it
-// holds until the caller gives up: a vCenter that stopped answering. (That
-// a clone vCenter did start without answering is not cloned twice is
-// platform/vsphere's TestCallTimeoutMidClone.)
-type cloneUnanswered struct{ soap.RoundTripper }
-
-func (c cloneUnanswered) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
-	if _, clone := req.(*methods.CloneVM_TaskBody); clone {
-		<-ctx.Done()
-		return ctx.Err()
-	}
-	return c.RoundTripper.RoundTrip(ctx, req, res)
-}
-
 // TestVCenterTimeoutReported: a vCenter call that gets no answer fails
 // within the call timeout and the HybridMachine's condition names it.
 func TestVCenterTimeoutReported(t *testing.T) {
 	g := NewWithT(t)
-	v := newVC(t)
+	v := vspheresim.StartT(t)
 	sessions := vsphere.NewSessions()
 	sessions.CallTimeout = 300 * time.Millisecond
-	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { return cloneUnanswered{rt} }
+	// A vCenter that stopped answering clones. (That a clone vCenter did
+	// start without answering is not cloned twice is platform/vsphere's
+	// TestCallTimeoutMidClone.)
+	sessions.Transport = vspheresim.HoldCalls("CloneVM_Task")
 	ns := newNamespace(t)
 	startControllers(t, sessions, ns)
 	cluster(t, v, ns, nil)

@@ -2,10 +2,8 @@ package vsphere
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -13,31 +11,23 @@ import (
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/session"
-	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/platform"
+	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 
 	"github.com/capwin/capwin/internal/userdata"
 )
 
 // vcsim starts an in-process vCenter simulator (one datacenter DC0, a
-// cluster DC0_C0, template-able VMs) and returns its model and credentials.
-func vcsim(t testing.TB) (*simulator.Model, Credentials) {
+// cluster DC0_C0, template-able VMs) and returns it and its credentials.
+func vcsim(t testing.TB) (*vspheresim.VCenter, Credentials) {
 	t.Helper()
-	model := simulator.VPX()
-	if err := model.Create(); err != nil {
-		t.Fatal(err)
-	}
-	model.Service.TLS = new(tls.Config) // serve HTTPS, as vCenter does
-	// Only this user and password log in.
-	model.Service.Listen = &url.URL{User: url.UserPassword("capwin@vsphere.local", "correct horse")}
-	srv := model.Service.NewServer()
-	t.Cleanup(func() { srv.Close(); model.Remove() })
-	return model, Credentials{Server: srv.URL.Host, Username: "capwin@vsphere.local", Password: "correct horse", Insecure: true}
+	v := vspheresim.StartT(t)
+	return v, Credentials{Server: v.Host, Username: vspheresim.User, Password: vspheresim.Password, Insecure: true}
 }
 
 // newSession starts vcsim and logs in to it.
@@ -240,16 +230,9 @@ func TestBadInputs(t *testing.T) {
 
 func TestThumbprint(t *testing.T) {
 	ctx := t.Context()
-	model := simulator.VPX()
-	if err := model.Create(); err != nil {
-		t.Fatal(err)
-	}
-	model.Service.TLS = new(tls.Config)
-	srv := model.Service.NewServer()
-	defer srv.Close()
-	defer model.Remove()
-	pass, _ := srv.URL.User.Password()
-	creds := Credentials{Server: srv.URL.Host, Username: srv.URL.User.Username(), Password: pass, Thumbprint: srv.CertificateInfo().ThumbprintSHA1}
+	v, creds := vcsim(t)
+	creds.Insecure = false
+	creds.Thumbprint = v.Thumbprint
 	if _, err := NewSessions().Get(ctx, creds); err != nil {
 		t.Fatalf("the right thumbprint must connect: %v", err)
 	}
@@ -263,13 +246,8 @@ func TestThumbprint(t *testing.T) {
 // all end running, each with exactly one VM, through one session.
 func TestFaultInjection(t *testing.T) {
 	ctx := t.Context()
-	model, creds := vcsim(t)
-	for _, method := range []string{"CloneVM_Task", "PowerOnVM_Task"} {
-		model.Service.AddFaultRule(&simulator.FaultInjectionRule{
-			MethodName: method, ObjectType: "*", ObjectName: "*",
-			Probability: 0.05, FaultType: simulator.FaultTypeGeneric, Message: "injected fault", Enabled: true,
-		})
-	}
+	v, creds := vcsim(t)
+	v.FailCalls(0.05, "CloneVM_Task", "PowerOnVM_Task")
 	sessions := NewSessions()
 	var failures int
 	for i := range 50 {

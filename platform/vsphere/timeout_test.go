@@ -12,13 +12,13 @@ import (
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/property"
-	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 )
 
 // TestLoginTimeout: a server that takes connections and never answers gives
@@ -122,8 +122,7 @@ func TestCallerDeadlineIsNotTimeout(t *testing.T) {
 // delays a task by its info.name; without LockHandoff 0 it would also block
 // every read of the template while a clone waits, which vCenter does not.
 func slowClones(t *testing.T) {
-	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 2000, "LockHandoff": 0}
-	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
+	vspheresim.DelayTasks(t, map[string]int{"CloneVm": 2000, "LockHandoff": 0})
 }
 
 // TestDeleteDuringLostClone: a machine whose clone's answer was lost is

@@ -9,10 +9,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/vmware/govmomi"
-	"github.com/vmware/govmomi/view"
-	"github.com/vmware/govmomi/vim25/mo"
-	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,6 +23,7 @@ import (
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/platform/vsphere"
+	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 	"github.com/capwin/capwin/test/sim"
 )
 
@@ -101,7 +98,7 @@ func waitRunning(t testing.TB, o sim.ClusterOptions, n int) []clusterv1.Machine 
 func vms(t testing.TB, prefix string) []string {
 	t.Helper()
 	var out []string
-	for _, vm := range retrieveVMs(t) {
+	for _, vm := range allVMs(t) {
 		if strings.HasPrefix(vm.Name, prefix) {
 			out = append(out, vm.Name)
 		}
@@ -110,30 +107,11 @@ func vms(t testing.TB, prefix string) []string {
 	return out
 }
 
-// vcClient logs in to the simulated vCenter for the test's own look at it;
-// logout ends the session (helpers polled by Eventually must not pile
-// sessions up).
-func vcClient(t testing.TB) (c *govmomi.Client, logout func()) {
+// allVMs lists vCenter's VMs.
+func allVMs(t testing.TB) []vspheresim.VM {
 	t.Helper()
-	c, err := govmomi.NewClient(t.Context(), s.VCenter.URL(), true)
+	all, err := s.VCenter.VMs(t.Context())
 	if err != nil {
-		t.Fatal(err)
-	}
-	return c, func() { _ = c.Logout(context.Background()) }
-}
-
-// retrieveVMs reads every VM's name and the given properties from vCenter.
-func retrieveVMs(t testing.TB, props ...string) []mo.VirtualMachine {
-	t.Helper()
-	c, logout := vcClient(t)
-	defer logout()
-	v, err := view.NewManager(c.Client).CreateContainerView(t.Context(), c.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = v.Destroy(context.Background()) }()
-	var all []mo.VirtualMachine
-	if err := v.Retrieve(t.Context(), []string{"VirtualMachine"}, append([]string{"name"}, props...), &all); err != nil {
 		t.Fatal(err)
 	}
 	return all
@@ -195,9 +173,9 @@ func deleteCluster(t testing.TB, o sim.ClusterOptions) {
 func numCPUs(t testing.TB, prefix string) map[string]int32 {
 	t.Helper()
 	out := map[string]int32{}
-	for _, vm := range retrieveVMs(t, "config.hardware.numCPU") {
-		if strings.HasPrefix(vm.Name, prefix) && vm.Config != nil {
-			out[vm.Name] = vm.Config.Hardware.NumCPU
+	for _, vm := range allVMs(t) {
+		if strings.HasPrefix(vm.Name, prefix) && vm.NumCPUs != 0 { // 0: no configuration yet
+			out[vm.Name] = vm.NumCPUs
 		}
 	}
 	return out
@@ -209,38 +187,32 @@ func numCPUs(t testing.TB, prefix string) map[string]int32 {
 // name existed, and other holds the other failures.
 func cloneTasks(t testing.TB, since time.Time) (running, succeeded, refused int, other []string) {
 	t.Helper()
-	c, logout := vcClient(t)
-	defer logout()
-	var tm mo.TaskManager
-	if err := c.RetrieveOne(t.Context(), *c.ServiceContent.TaskManager, []string{"recentTask"}, &tm); err != nil {
+	tasks, err := s.VCenter.RecentTasks(t.Context())
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ref := range tm.RecentTask {
-		var task mo.Task
-		if err := c.RetrieveOne(t.Context(), ref, []string{"info"}, &task); err != nil {
+	for _, task := range tasks {
+		if !strings.HasPrefix(task.DescriptionID, "VirtualMachine.clone") { // vcsim: VirtualMachine.cloneVm
 			continue
 		}
-		if !strings.HasPrefix(task.Info.DescriptionId, "VirtualMachine.clone") { // vcsim: VirtualMachine.cloneVm
+		if task.QueueTime.Before(since) {
 			continue
 		}
-		if task.Info.QueueTime.Before(since) {
-			continue
-		}
-		switch task.Info.State {
-		case types.TaskInfoStateRunning, types.TaskInfoStateQueued:
+		switch {
+		case task.Running():
 			running++
-		case types.TaskInfoStateSuccess:
+		case task.State == "success":
 			succeeded++
-		case types.TaskInfoStateError:
-			if task.Info.Error == nil {
-				other = append(other, task.Info.Key+": failed without an error")
+		case task.State == "error":
+			if task.Fault == "" {
+				other = append(other, task.Key+": failed without an error")
 				continue
 			}
-			if _, ok := task.Info.Error.Fault.(*types.DuplicateName); ok {
+			if task.Fault == "DuplicateName" {
 				refused++
 				continue
 			}
-			other = append(other, fmt.Sprintf("%s: %T %s", task.Info.Key, task.Info.Error.Fault, task.Info.Error.LocalizedMessage))
+			other = append(other, fmt.Sprintf("%s: %s %s", task.Key, task.Fault, task.Message))
 		}
 	}
 	return running, succeeded, refused, other
@@ -249,15 +221,13 @@ func cloneTasks(t testing.TB, since time.Time) (running, succeeded, refused int,
 // capwinSessions is how many sessions capwin's controllers hold in vCenter.
 func capwinSessions(t testing.TB) int {
 	t.Helper()
-	c, logout := vcClient(t)
-	defer logout()
-	var sm mo.SessionManager
-	if err := c.RetrieveOne(t.Context(), *c.ServiceContent.SessionManager, []string{"sessionList"}, &sm); err != nil {
+	agents, err := s.VCenter.SessionUserAgents(t.Context())
+	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	for _, us := range sm.SessionList {
-		if us.UserAgent == vsphere.UserAgent {
+	for _, a := range agents {
+		if a == vsphere.UserAgent {
 			n++
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/vmware/govmomi/simulator"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 	"github.com/capwin/capwin/test/sim"
 )
 
@@ -148,8 +148,7 @@ func TestControllerRestartMidScaleUp(t *testing.T) {
 	// Clones take two seconds (vcsim runs clones of one template one after
 	// the other), so that the controllers stop while a clone they started
 	// and recorded runs in vCenter.
-	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 2000}
-	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
+	fastClones := vspheresim.DelayTasks(t, map[string]int{"CloneVm": 2000})
 	scale(t, o, 4)
 	g.Eventually(func(g Gomega) {
 		recorded := 0
@@ -166,7 +165,7 @@ func TestControllerRestartMidScaleUp(t *testing.T) {
 	g.Expect(s.StopCapwin()).To(Succeed())
 	g.Expect(capwinSessions(t)).To(BeZero(), "the stopped controllers logged out of vCenter")
 	time.Sleep(3 * time.Second) // the running clone finishes while nobody watches
-	simulator.TaskDelay.MethodDelay = nil
+	fastClones()
 	g.Expect(s.StartCapwin(ctx)).To(Succeed())
 
 	ms := waitRunning(t, o, 4)

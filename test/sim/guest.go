@@ -9,17 +9,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/vmware/govmomi"
-	"github.com/vmware/govmomi/view"
-	"github.com/vmware/govmomi/vim25/mo"
-	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +23,7 @@ import (
 
 	"github.com/capwin/capwin/bootstrap/payload"
 	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 
 	"github.com/capwin/capwin/internal/userdata"
 )
@@ -56,8 +52,7 @@ const (
 // A guest whose check fails registers nothing, as a node whose join failed,
 // and says why in Rejected.
 type Guests struct {
-	vc        *govmomi.Client
-	view      *view.ContainerView
+	vms       *vspheresim.Watcher
 	workload  client.Client
 	caHash    string
 	bootDelay time.Duration
@@ -93,22 +88,17 @@ const (
 // pollInterval is how often the guests look at vCenter.
 const pollInterval = 100 * time.Millisecond
 
-func newGuests(ctx context.Context, vcURL *url.URL, workload client.Client, caPEM []byte, bootDelay time.Duration, log logr.Logger) (*Guests, error) {
+func newGuests(ctx context.Context, vc *vspheresim.VCenter, workload client.Client, caPEM []byte, bootDelay time.Duration, log logr.Logger) (*Guests, error) {
 	hash, err := spkiHash(caPEM)
 	if err != nil {
 		return nil, fmt.Errorf("the workload cluster's CA: %w", err)
 	}
-	c, err := govmomi.NewClient(ctx, vcURL, true)
+	w, err := vc.Watch(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("the guests connecting to vCenter: %w", err)
-	}
-	v, err := view.NewManager(c.Client).CreateContainerView(ctx, c.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
-	if err != nil {
-		_ = c.Logout(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("the guests watching vCenter's VMs: %w", err)
 	}
 	return &Guests{
-		vc: c, view: v, workload: workload, caHash: hash, bootDelay: bootDelay, log: log,
+		vms: w, workload: workload, caHash: hash, bootDelay: bootDelay, log: log,
 		guests: map[string]*guest{}, rejected: map[string]string{},
 		failure: func(string) Failure { return Healthy },
 	}, nil
@@ -160,8 +150,7 @@ func (g *Guests) run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			_ = g.view.Destroy(context.Background())
-			_ = g.vc.Logout(context.Background())
+			g.vms.Close(context.Background())
 			return
 		case <-t.C:
 		}
@@ -170,8 +159,8 @@ func (g *Guests) run(ctx context.Context) {
 
 // step looks at every VM once and moves each guest on.
 func (g *Guests) step(ctx context.Context) error {
-	var vms []mo.VirtualMachine
-	if err := g.view.Retrieve(ctx, []string{"VirtualMachine"}, []string{"name", "runtime.powerState", "config.extraConfig", "config.uuid", "config.guestId"}, &vms); err != nil {
+	vms, err := g.vms.VMs(ctx)
+	if err != nil {
 		return err
 	}
 	now := time.Now()
@@ -179,13 +168,13 @@ func (g *Guests) step(ctx context.Context) error {
 	var errs []error
 	for i := range vms {
 		vm := &vms[i]
-		id := vm.Reference().Value
+		id := vm.ID
 		seen[id] = true
 		g.mu.Lock()
 		gs := g.guests[id]
 		g.mu.Unlock()
 		if gs == nil {
-			if vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn {
+			if !vm.PoweredOn {
 				continue
 			}
 			gs = g.boot(vm, now)
@@ -217,18 +206,9 @@ func (g *Guests) step(ctx context.Context) error {
 }
 
 // boot is a guest's first look at its VM: it reads and checks its data.
-func (g *Guests) boot(vm *mo.VirtualMachine, now time.Time) *guest {
+func (g *Guests) boot(vm *vspheresim.VM, now time.Time) *guest {
 	gs := &guest{vmName: vm.Name, poweredOn: now}
-	extra := map[string]string{}
-	if vm.Config != nil {
-		for _, o := range vm.Config.ExtraConfig {
-			if ov := o.GetOptionValue(); ov != nil {
-				if s, ok := ov.Value.(string); ok {
-					extra[ov.Key] = s
-				}
-			}
-		}
-	}
+	extra := vm.ExtraConfig
 	if extra["guestinfo.userdata"] == "" {
 		gs.state = ignored // not a machine of capwin's: the inventory's own VMs
 		return gs
@@ -293,7 +273,7 @@ func (g *Guests) advance(ctx context.Context, gs *guest, now time.Time) error {
 // would register and, for Windows, the bootstrap token it would join with.
 // Whether the guest is Windows is the VM's (its guest ID, from its
 // template), not its user data's.
-func (g *Guests) check(vm *mo.VirtualMachine, extra map[string]string) (*corev1.Node, string, error) {
+func (g *Guests) check(vm *vspheresim.VM, extra map[string]string) (*corev1.Node, string, error) {
 	userData, err := decodeGuestinfo(extra, "guestinfo.userdata")
 	if err != nil {
 		return nil, "", err
@@ -311,7 +291,7 @@ func (g *Guests) check(vm *mo.VirtualMachine, extra map[string]string) (*corev1.
 	if meta.LocalHostname == "" {
 		return nil, "", errors.New("guestinfo.metadata has no local-hostname")
 	}
-	if vm.Config == nil || vm.Config.Uuid == "" {
+	if vm.BIOSUUID == "" {
 		return nil, "", errors.New("the VM has no BIOS UUID")
 	}
 	node := &corev1.Node{
@@ -319,9 +299,9 @@ func (g *Guests) check(vm *mo.VirtualMachine, extra map[string]string) (*corev1.
 			corev1.LabelHostname:   meta.LocalHostname,
 			corev1.LabelArchStable: "amd64",
 		}},
-		Spec: corev1.NodeSpec{ProviderID: "vsphere://" + vm.Config.Uuid},
+		Spec: corev1.NodeSpec{ProviderID: "vsphere://" + vm.BIOSUUID},
 	}
-	if !strings.HasPrefix(strings.ToLower(vm.Config.GuestId), "windows") {
+	if !strings.HasPrefix(strings.ToLower(vm.GuestID), "windows") {
 		// A Linux machine (the control plane): cloud-init's data is not
 		// capwin's to check.
 		node.Labels[corev1.LabelOSStable] = "linux"

@@ -12,24 +12,14 @@ package sim
 
 import (
 	"context"
-	"crypto/sha1" //nolint:gosec // vCenter thumbprints are SHA-1 or SHA-256; this is the SHA-1 one.
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
-	stdlog "log"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/vmware/govmomi"
-	"github.com/vmware/govmomi/find"
-	"github.com/vmware/govmomi/simulator"
-	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +32,7 @@ import (
 
 	"sigs.k8s.io/cluster-api/core/setup"
 
+	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 	capwinsetup "github.com/capwin/capwin/setup"
 	"github.com/capwin/capwin/test/envtest"
 	"github.com/capwin/capwin/webhooks"
@@ -49,8 +40,8 @@ import (
 
 // The vCenter simulator's account, and where capwin-manager runs.
 const (
-	VCenterUser         = "capwin@vsphere.local"
-	VCenterPassword     = "capwin-simulated"
+	VCenterUser         = vspheresim.User
+	VCenterPassword     = vspheresim.Password
 	ControllerNamespace = "capwin-system"
 )
 
@@ -72,7 +63,7 @@ type Sim struct {
 	// their Nodes in it.
 	Workload *envtest.Environment
 	// VCenter is the simulated vCenter.
-	VCenter *VCenter
+	VCenter *vspheresim.VCenter
 	// Guests plays the VMs' operating systems.
 	Guests *Guests
 
@@ -86,50 +77,15 @@ type Sim struct {
 	stopErr    error
 }
 
-// VCenter is a vcsim vCenter listening on a local TLS port.
-type VCenter struct {
-	// Host is host:port.
-	Host string
-	// Thumbprint is the SHA-1 thumbprint of its certificate, as vCenter
-	// shows it.
-	Thumbprint string
-
-	model  *simulator.Model
-	server *simulator.Server
-}
-
-// URL is the vCenter's SDK URL with its credentials.
-func (v *VCenter) URL() *url.URL {
-	return &url.URL{Scheme: "https", Host: v.Host, Path: "/sdk", User: url.UserPassword(VCenterUser, VCenterPassword)}
-}
-
-func startVCenter() (*VCenter, error) {
-	model := simulator.VPX()
-	if err := model.Create(); err != nil {
-		return nil, fmt.Errorf("creating the vCenter model: %w", err)
-	}
-	model.Service.TLS = new(tls.Config)
-	model.Service.Listen = &url.URL{User: url.UserPassword(VCenterUser, VCenterPassword)}
-	srv := model.Service.NewServer()
-	// govmomi checks a thumbprint after a verified handshake fails, so each
-	// new connection of capwin's logs a handshake error here: into the
-	// void, not onto the terminal.
-	srv.Config.ErrorLog = stdlog.New(io.Discard, "", 0)
-	cert := srv.Certificate()
-	if cert == nil {
-		srv.Close()
-		model.Remove()
-		return nil, errors.New("the vCenter simulator serves no certificate")
-	}
-	sum := sha1.Sum(cert.Raw) //nolint:gosec // see the import
-	hex := make([]string, len(sum))
-	for i, b := range sum {
-		hex[i] = fmt.Sprintf("%02X", b)
-	}
-	v := &VCenter{Host: srv.URL.Host, Thumbprint: strings.Join(hex, ":"), model: model, server: srv}
-	if err := v.markWindowsTemplate(); err != nil {
-		v.stop()
+// startVCenter starts the simulated vCenter with its Windows template.
+func startVCenter() (*vspheresim.VCenter, error) {
+	v, err := vspheresim.Start()
+	if err != nil {
 		return nil, err
+	}
+	if err := v.SetGuestID(context.Background(), "/DC0/vm/"+WindowsTemplate, windowsGuestID); err != nil {
+		v.Stop()
+		return nil, fmt.Errorf("marking the Windows template: %w", err)
 	}
 	return v, nil
 }
@@ -142,28 +98,9 @@ const (
 	LinuxTemplate   = "DC0_H0_VM0"
 )
 
-func (v *VCenter) markWindowsTemplate() error {
-	ctx := context.Background()
-	c, err := govmomi.NewClient(ctx, v.URL(), true)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = c.Logout(ctx) }()
-	vm, err := find.NewFinder(c.Client, true).VirtualMachine(ctx, "/DC0/vm/"+WindowsTemplate)
-	if err != nil {
-		return err
-	}
-	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{GuestId: string(types.VirtualMachineGuestOsIdentifierWindows2019srvNext_64Guest)})
-	if err != nil {
-		return err
-	}
-	return task.Wait(ctx)
-}
-
-func (v *VCenter) stop() {
-	v.server.Close()
-	v.model.Remove()
-}
+// windowsGuestID is the Windows template's guest ID, a Windows Server
+// one (vSphere's windows2019srvNext_64Guest).
+const windowsGuestID = "windows2019srvNext_64Guest"
 
 // Start starts the management and workload API servers, the vCenter
 // simulator, Cluster API's and capwin's controllers and the guests.
@@ -212,7 +149,7 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 	if err := s.StartCapwin(ctx); err != nil {
 		return s, err
 	}
-	s.Guests, err = newGuests(ctx, s.VCenter.URL(), s.Workload.Client, s.Workload.Config.CAData, opts.BootDelay, opts.Log.WithName("guest"))
+	s.Guests, err = newGuests(ctx, s.VCenter, s.Workload.Client, s.Workload.Config.CAData, opts.BootDelay, opts.Log.WithName("guest"))
 	if err != nil {
 		return s, err
 	}
@@ -327,7 +264,7 @@ func (s *Sim) stop() error {
 		errs = append(errs, s.stopCAPI())
 	}
 	if s.VCenter != nil {
-		s.VCenter.stop()
+		s.VCenter.Stop()
 	}
 	if s.Management != nil {
 		errs = append(errs, s.Management.Stop())

@@ -1,0 +1,163 @@
+package vspheresim
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/vmware/govmomi"
+	"github.com/vmware/govmomi/view"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// VM is what the tests and the simulated guests look at of a VM in
+// vCenter.
+type VM struct {
+	// ID is its managed object ID, which stays while it exists.
+	ID   string
+	Name string
+	// PoweredOn is whether it runs.
+	PoweredOn bool
+	// InstanceUUID is config.instanceUuid, by which capwin finds a
+	// machine's VM; BIOSUUID is config.uuid, its provider ID's. They,
+	// GuestID (config.guestId), NumCPUs (config.hardware.numCPU) and
+	// ExtraConfig (config.extraConfig's string values: guestinfo) are
+	// empty while vCenter has no configuration for the VM.
+	InstanceUUID string
+	BIOSUUID     string
+	GuestID      string
+	NumCPUs      int32
+	ExtraConfig  map[string]string
+}
+
+// VMs lists every VM of the inventory, templates included.
+func (v *VCenter) VMs(ctx context.Context) ([]VM, error) {
+	w, err := v.Watch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close(ctx)
+	return w.VMs(ctx)
+}
+
+// Watcher reads the inventory's VMs over one session of its own, for a
+// poller (the simulated guests) that looks at them often.
+type Watcher struct {
+	c    *govmomi.Client
+	view *view.ContainerView
+}
+
+// Watch logs in for a Watcher; Close logs out.
+func (v *VCenter) Watch(ctx context.Context) (*Watcher, error) {
+	c, err := v.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cv, err := view.NewManager(c.Client).CreateContainerView(ctx, c.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
+	if err != nil {
+		_ = c.Logout(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return &Watcher{c: c, view: cv}, nil
+}
+
+// Close ends the Watcher's session.
+func (w *Watcher) Close(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	_ = w.view.Destroy(ctx)
+	_ = w.c.Logout(ctx)
+}
+
+// VMs lists every VM of the inventory, templates included.
+func (w *Watcher) VMs(ctx context.Context) ([]VM, error) {
+	var all []mo.VirtualMachine
+	props := []string{"name", "runtime.powerState", "config.instanceUuid", "config.uuid", "config.guestId", "config.hardware.numCPU", "config.extraConfig"}
+	if err := w.view.Retrieve(ctx, []string{"VirtualMachine"}, props, &all); err != nil {
+		return nil, err
+	}
+	out := make([]VM, 0, len(all))
+	for _, o := range all {
+		vm := VM{ID: o.Reference().Value, Name: o.Name, PoweredOn: o.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn}
+		if o.Config != nil {
+			vm.InstanceUUID = o.Config.InstanceUuid
+			vm.BIOSUUID = o.Config.Uuid
+			vm.GuestID = o.Config.GuestId
+			vm.NumCPUs = o.Config.Hardware.NumCPU
+			vm.ExtraConfig = map[string]string{}
+			for _, e := range o.Config.ExtraConfig {
+				if ov := e.GetOptionValue(); ov != nil {
+					if s, ok := ov.Value.(string); ok {
+						vm.ExtraConfig[ov.Key] = s
+					}
+				}
+			}
+		}
+		out = append(out, vm)
+	}
+	return out, nil
+}
+
+// Task is what the tests look at of a task in vCenter's recent tasks.
+type Task struct {
+	Key string
+	// DescriptionID names what the task does; vcsim's clones are
+	// VirtualMachine.cloneVm.
+	DescriptionID string
+	QueueTime     time.Time
+	// State is queued, running, success or error.
+	State string
+	// Fault is the type of a failed task's fault (DuplicateName, ...),
+	// empty when it failed without one; Message is its message.
+	Fault, Message string
+}
+
+// Running is whether the task is queued or running.
+func (t Task) Running() bool {
+	return t.State == string(types.TaskInfoStateQueued) || t.State == string(types.TaskInfoStateRunning)
+}
+
+// RecentTasks lists vCenter's recent tasks. A task vCenter forgets while
+// they are read is left out.
+func (v *VCenter) RecentTasks(ctx context.Context) ([]Task, error) {
+	var out []Task
+	err := v.with(ctx, func(c *govmomi.Client) error {
+		var tm mo.TaskManager
+		if err := c.RetrieveOne(ctx, *c.ServiceContent.TaskManager, []string{"recentTask"}, &tm); err != nil {
+			return err
+		}
+		for _, ref := range tm.RecentTask {
+			var task mo.Task
+			if err := c.RetrieveOne(ctx, ref, []string{"info"}, &task); err != nil {
+				continue
+			}
+			t := Task{Key: task.Info.Key, DescriptionID: task.Info.DescriptionId, QueueTime: task.Info.QueueTime, State: string(task.Info.State)}
+			if e := task.Info.Error; e != nil {
+				t.Message = e.LocalizedMessage
+				if e.Fault != nil {
+					t.Fault = reflect.Indirect(reflect.ValueOf(e.Fault)).Type().Name()
+				}
+			}
+			out = append(out, t)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SessionUserAgents returns the user agent of each session vCenter holds,
+// the one this call opens included.
+func (v *VCenter) SessionUserAgents(ctx context.Context) ([]string, error) {
+	var sm mo.SessionManager
+	err := v.with(ctx, func(c *govmomi.Client) error {
+		return c.RetrieveOne(ctx, *c.ServiceContent.SessionManager, []string{"sessionList"}, &sm)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(sm.SessionList))
+	for _, us := range sm.SessionList {
+		out = append(out, us.UserAgent)
+	}
+	return out, nil
+}

@@ -1,0 +1,114 @@
+// Package vspheresim runs govmomi's vCenter simulator (vcsim) for capwin's
+// tests and simulation, and looks at it and tampers with it the way those
+// need: which VMs exist, which tasks ran, which sessions are open, injected
+// faults, slow tasks, calls left unanswered.
+//
+// It does not import platform/vsphere, so that package's own tests can use
+// it. Outside platform/vsphere, it is the only way capwin's code reaches
+// govmomi.
+package vspheresim
+
+import (
+	"context"
+	"crypto/sha1" //nolint:gosec // vCenter thumbprints are SHA-1 or SHA-256; this is the SHA-1 one.
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	stdlog "log"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/vmware/govmomi"
+	"github.com/vmware/govmomi/simulator"
+)
+
+// The one account that logs in to the simulated vCenter.
+const (
+	User     = "capwin@vsphere.local"
+	Password = "correct horse"
+)
+
+// VCenter is a vcsim vCenter listening on a local TLS port: one datacenter
+// DC0 with a cluster DC0_C0, hosts, and VMs that can be cloned
+// (DC0_H0_VM0, DC0_H0_VM1, ...) in /DC0/vm.
+type VCenter struct {
+	// Model is vcsim's model; its Service takes fault rules
+	// (Model.Service.AddFaultRule, or FailCalls).
+	Model *simulator.Model
+	// Host is host:port.
+	Host string
+	// Thumbprint is the SHA-1 thumbprint of its certificate, as vCenter
+	// shows it.
+	Thumbprint string
+
+	server *simulator.Server
+}
+
+// Start starts a vCenter simulator; Stop stops it.
+func Start() (*VCenter, error) {
+	model := simulator.VPX()
+	if err := model.Create(); err != nil {
+		return nil, fmt.Errorf("creating the vCenter model: %w", err)
+	}
+	model.Service.TLS = new(tls.Config) // serve HTTPS, as vCenter does
+	// Only this user and password log in.
+	model.Service.Listen = &url.URL{User: url.UserPassword(User, Password)}
+	srv := model.Service.NewServer()
+	// govmomi checks a thumbprint after a verified handshake fails, so each
+	// new connection that trusts by thumbprint logs a handshake error here:
+	// into the void, not onto the terminal.
+	srv.Config.ErrorLog = stdlog.New(io.Discard, "", 0)
+	cert := srv.Certificate()
+	if cert == nil {
+		srv.Close()
+		model.Remove()
+		return nil, errors.New("the vCenter simulator serves no certificate")
+	}
+	sum := sha1.Sum(cert.Raw) //nolint:gosec // see the import
+	hex := make([]string, len(sum))
+	for i, b := range sum {
+		hex[i] = fmt.Sprintf("%02X", b)
+	}
+	return &VCenter{Model: model, Host: srv.URL.Host, Thumbprint: strings.Join(hex, ":"), server: srv}, nil
+}
+
+// StartT starts a vCenter simulator that stops when the test ends.
+func StartT(t testing.TB) *VCenter {
+	t.Helper()
+	v, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Stop)
+	return v
+}
+
+// Stop stops the simulator and removes its model.
+func (v *VCenter) Stop() {
+	v.server.Close()
+	v.Model.Remove()
+}
+
+// URL is the vCenter's SDK URL with its credentials.
+func (v *VCenter) URL() *url.URL {
+	return &url.URL{Scheme: "https", Host: v.Host, Path: "/sdk", User: url.UserPassword(User, Password)}
+}
+
+// Client logs in to the vCenter, trusting its certificate, for a look
+// that does not go through capwin's sessions. The caller logs out.
+func (v *VCenter) Client(ctx context.Context) (*govmomi.Client, error) {
+	return govmomi.NewClient(ctx, v.URL(), true)
+}
+
+// with runs f with a client of its own, logged out afterwards: helpers
+// polled by Eventually must not pile sessions up in vCenter.
+func (v *VCenter) with(ctx context.Context, f func(*govmomi.Client) error) error {
+	c, err := v.Client(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Logout(context.WithoutCancel(ctx)) }()
+	return f(c)
+}
