@@ -35,13 +35,13 @@ func TestClusterErrorOutcome(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := clusterErrorOutcome(tt.err)
-			if tt.status == "" {
-				if o.condition != nil {
-					t.Errorf("set %+v, want no condition", o.condition)
-				}
-			} else if o.condition == nil || o.condition.Status != tt.status || o.condition.Reason != tt.reason {
+			switch {
+			case tt.status == "" && o.condition != nil:
+				t.Errorf("set %+v, want no condition", o.condition)
+			case tt.status == "":
+			case o.condition == nil || o.condition.Status != tt.status || o.condition.Reason != tt.reason:
 				t.Errorf("condition %+v, want %s %s", o.condition, tt.status, tt.reason)
-			} else if tt.err != nil && o.condition.Message != tt.err.Error() {
+			case tt.err != nil && o.condition.Message != tt.err.Error():
 				t.Errorf("message %q, want the platform's %q", o.condition.Message, tt.err.Error())
 			}
 			if o.result.RequeueAfter != tt.requeue {
