@@ -30,7 +30,7 @@ func (j *join) preflight(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("reading the host's Windows build: %w", err)
 	}
 	if j.cfg.WindowsBuild != "" && !sameBuild(build, j.cfg.WindowsBuild) {
-		return "", fmt.Errorf("the host runs Windows build %s but the configuration is for build %s: Windows containers run only on a host of their own build; use an image of build %s or set the machine's Windows release to match the image", build, j.cfg.WindowsBuild, j.cfg.WindowsBuild)
+		return "", fmt.Errorf("the host runs Windows build %s but the configuration's windowsBuild is %s: Windows containers run only on a host of their own build; use an image of build %s or change windowsBuild", build, j.cfg.WindowsBuild, j.cfg.WindowsBuild)
 	}
 	if ok, err := facts.Feature(ctx, host.FeatureContainers); err != nil {
 		return "", fmt.Errorf("checking the Windows feature %s: %w", host.FeatureContainers, err)
@@ -66,6 +66,29 @@ func (j *join) preflight(ctx context.Context) (string, error) {
 		j.logf("The computer name %s is not the node name %s; the kubelet registers as %s", name, j.cfg.NodeName, j.cfg.NodeName)
 	}
 	return msg, nil
+}
+
+// nodeName is the name the node joins as: the configuration's nodeName when
+// it has one; else, for a run of the configuration an earlier run started,
+// the name that run used; else the computer name, lower case, as the
+// infrastructure provider set it. A computer name that is not a valid node
+// name fails the join before anything changes on the host.
+func (a *Agent) nodeName(ctx context.Context, cfg *nodeconfig.Config, state *State) (string, error) {
+	if cfg.NodeName != "" {
+		return cfg.NodeName, nil
+	}
+	if state.NodeName != "" {
+		return state.NodeName, nil
+	}
+	computerName, err := a.Host.Facts().ComputerName(ctx)
+	if err != nil {
+		return "", fmt.Errorf("nodeName is empty, so the node takes its computer name, which cannot be read: %w", err)
+	}
+	name := strings.ToLower(computerName)
+	if err := nodeconfig.CheckNodeName(name); err != nil {
+		return "", fmt.Errorf("nodeName is empty, so the node takes its computer name %q, which is not a valid node name: %w; give the VM another computer name or set nodeName", computerName, err)
+	}
+	return name, nil
 }
 
 // sameBuild compares major.minor.build; a revision (the update build

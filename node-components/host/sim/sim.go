@@ -17,7 +17,7 @@ type Options struct {
 	Root string
 	// Build is the Windows build (10.0.20348 when empty).
 	Build string
-	// ComputerName is the computer name (win-0 when empty).
+	// ComputerName is the computer name (WIN-0 when empty).
 	ComputerName string
 	// Features are the installed optional features (Containers when nil).
 	Features []string
@@ -173,6 +173,14 @@ func (h *Host) RunningSpec(name string) (host.ServiceSpec, bool) {
 		return host.ServiceSpec{}, false
 	}
 	return clone(s.running), true
+}
+
+// SetComputerName changes the computer name, as a rename and its reboot
+// would.
+func (h *Host) SetComputerName(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.computerName = name
 }
 
 // SetBuild changes the Windows build, as an in-place upgrade would.
