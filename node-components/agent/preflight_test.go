@@ -112,3 +112,75 @@ func TestPreflightRefusesAnInvalidComputerName(t *testing.T) {
 		})
 	}
 }
+
+// TestPreflightRefusesReservationsOverTheMemory: the kubelet's reserved
+// memory must leave some for pods; the rule is checked on the node, against
+// the memory Windows reports.
+func TestPreflightRefusesReservationsOverTheMemory(t *testing.T) {
+	// The fixture reserves 1536Mi + 512Mi = 2Gi.
+	for _, tt := range []struct {
+		name   string
+		memory uint64
+		refuse bool
+	}{
+		{"less memory than reserved", 1536 << 20, true},
+		{"exactly the reserved memory", 2 << 30, true},
+		{"more memory than reserved", 2<<30 + 1<<20, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newNode(t)
+			n.host.SetMemory(tt.memory)
+			err := n.join()
+			if !tt.refuse {
+				if err != nil {
+					t.Fatalf("join: %v\n%s", err, n.log.String())
+				}
+				return
+			}
+			assertRefusedInPreflight(t, n, err)
+			for _, want := range []string{
+				"kubelet.systemReserved.memory 1536Mi", "kubelet.kubeReserved.memory 512Mi", "2Gi",
+				mebibytes(tt.memory), "spec.kubelet.systemReserved / kubeReserved",
+			} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the error does not name %q: %v", want, err)
+				}
+			}
+		})
+	}
+
+	// No memory reserved: nothing to refuse, however small the machine.
+	n := newNode(t, func(c *nodeconfig.Config) { c.Kubelet = nodeconfig.Kubelet{} })
+	n.host.SetMemory(512 << 20)
+	if err := n.join(); err != nil {
+		t.Fatalf("join without reservations: %v", err)
+	}
+}
+
+func TestMebibytes(t *testing.T) {
+	for b, want := range map[uint64]string{
+		8 << 30:            "8Gi",
+		1536 << 20:         "1536Mi",
+		2<<30 - 1:          "2047Mi (2147483647 bytes)",
+		uint64(2146959360): "2047Mi (2146959360 bytes)",
+	} {
+		if got := mebibytes(b); got != want {
+			t.Errorf("mebibytes(%d) = %q, want %q", b, got, want)
+		}
+	}
+}
+
+// TestPreflightRecordsTheHost: preflight's record says what it found.
+func TestPreflightRecordsTheHost(t *testing.T) {
+	n := newNode(t)
+	if err := n.join(); err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	st, _ := LoadState(n.host.FS())
+	if len(st.Phases) == 0 || st.Phases[0].Name != PhasePreflight {
+		t.Fatalf("phases: %+v", st.Phases)
+	}
+	if msg := st.Phases[0].Message; !strings.Contains(msg, "Windows build 10.0.20348, memory 8Gi") {
+		t.Errorf("preflight's record: %q", msg)
+	}
+}
