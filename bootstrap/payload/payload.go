@@ -42,9 +42,16 @@ type Input struct {
 	// Spec is the WindowsKubeadmConfig spec; defaults are applied to a copy.
 	Spec *bootstrapv1.WindowsKubeadmConfigSpec
 
-	NodeName          string
 	KubernetesVersion string
-	// WindowsBuild is the host build (10.0.20348), when the infrastructure says.
+
+	// NodeName, when set, names the node. The reconciler leaves it empty:
+	// the node then takes its own computer name, which the infrastructure
+	// provider set. capwin render --node-name sets it.
+	NodeName string
+	// WindowsBuild, when set (10.0.20348), makes the node refuse a host of
+	// another build. The reconciler leaves it empty; capwin render
+	// --windows-release sets it. The node.kubernetes.io/windows-build label
+	// is the kubelet's own, from the host, either way.
 	WindowsBuild string
 
 	// ControlPlaneHost and ControlPlanePort are the Cluster's endpoint.
@@ -138,9 +145,6 @@ func NodeConfig(in Input) (*nodeconfig.Config, error) {
 	}
 	for k, v := range s.NodeRegistration.Labels {
 		cfg.Labels[k] = v
-	}
-	if in.WindowsBuild != "" {
-		cfg.Labels[corev1.LabelWindowsBuild] = in.WindowsBuild
 	}
 	for _, t := range s.NodeRegistration.Taints {
 		cfg.Taints = append(cfg.Taints, nodeconfig.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})

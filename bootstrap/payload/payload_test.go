@@ -23,13 +23,12 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// input is a node of cluster win1 with the given spec.
+// input is a node of cluster win1 with the given spec, as the reconciler
+// renders it: without a node name or a Windows build.
 func input(spec bootstrapv1.WindowsKubeadmConfigSpec) Input {
 	return Input{
 		Spec:              &spec,
-		NodeName:          "win1-md-q3zk5a",
 		KubernetesVersion: "v1.36.3",
-		WindowsBuild:      "10.0.20348",
 		ControlPlaneHost:  "10.0.0.100",
 		ControlPlanePort:  6443,
 		Token:             "abcdef.0123456789abcdef",
@@ -123,8 +122,13 @@ func TestDefaultVariantFacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := p.Config
-	if got := c.Labels[corev1.LabelWindowsBuild]; got != "10.0.20348" {
-		t.Errorf("label %s = %q, want the host build", corev1.LabelWindowsBuild, got)
+	// The node names itself after its computer name, and the kubelet labels
+	// the Node with the host's build.
+	if c.NodeName != "" || c.WindowsBuild != "" {
+		t.Errorf("nodeName %q, windowsBuild %q: want neither", c.NodeName, c.WindowsBuild)
+	}
+	if _, ok := c.Labels[corev1.LabelWindowsBuild]; ok {
+		t.Errorf("the payload sets label %s, which is the kubelet's", corev1.LabelWindowsBuild)
 	}
 	if want := []string{"10.244.0.0/16", "10.96.0.0/12", "10.0.0.0/24"}; !equal(c.Network.OutboundNATExceptions, want) {
 		t.Errorf("outbound NAT exceptions = %v, want pods, services and node subnet %v", c.Network.OutboundNATExceptions, want)
@@ -137,6 +141,23 @@ func TestDefaultVariantFacts(t *testing.T) {
 	}
 	if !bytes.HasPrefix(p.Script, []byte("#ps1_sysnative\n")) {
 		t.Error("cloudbase-init runs the user data as PowerShell only when it starts with #ps1_sysnative")
+	}
+}
+
+// TestNameAndBuildWhenGiven: capwin render may name the node and pin its
+// build; the build is a check on the node, not a label.
+func TestNameAndBuildWhenGiven(t *testing.T) {
+	in := input(bootstrapv1.WindowsKubeadmConfigSpec{})
+	in.NodeName, in.WindowsBuild = "win1-md-q3zk5a", "10.0.20348"
+	p, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Config.NodeName != "win1-md-q3zk5a" || p.Config.WindowsBuild != "10.0.20348" {
+		t.Errorf("nodeName %q, windowsBuild %q: want what was given", p.Config.NodeName, p.Config.WindowsBuild)
+	}
+	if _, ok := p.Config.Labels[corev1.LabelWindowsBuild]; ok {
+		t.Errorf("the payload sets label %s, which is the kubelet's", corev1.LabelWindowsBuild)
 	}
 }
 

@@ -23,7 +23,11 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,18 +41,17 @@ import (
 	"sigs.k8s.io/cluster-api/util/kubeconfig"
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
-	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/bootstrap/payload"
 	"github.com/capwin/capwin/bootstrap/reconciler"
 	"github.com/capwin/capwin/node-components/nodeconfig"
-	"github.com/capwin/capwin/test/envtest"
+	"github.com/capwin/capwin/test/envtest/apiserver"
 )
 
 const ttl = 45 * time.Minute
 
 var (
-	mgmt     *envtest.Environment // the management cluster
-	workload *envtest.Environment // stands in for every workload cluster
+	mgmt     *apiserver.Environment // the management cluster
+	workload *apiserver.Environment // stands in for every workload cluster
 	clock    = &fakeClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	logs     = &logBuffer{}
 )
@@ -82,15 +85,25 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// newScheme holds the types the bootstrap provider reads and writes: like
+// Cluster API's kubeadm bootstrap provider, none of the infrastructure's.
+func newScheme() *kruntime.Scheme {
+	s := kruntime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(clusterv1.AddToScheme(s))
+	utilruntime.Must(bootstrapv1.AddToScheme(s))
+	return s
+}
+
 func run(m *testing.M) int {
 	ctx := context.Background()
 	var err error
-	if mgmt, err = envtest.Start(ctx, envtest.Options{}); err != nil {
+	if mgmt, err = apiserver.Start(ctx, apiserver.Options{Scheme: newScheme()}); err != nil {
 		println("starting the management envtest:", err.Error())
 		return 1
 	}
 	defer stop("management", mgmt)
-	if workload, err = envtest.Start(ctx, envtest.Options{WithoutCRDs: true}); err != nil {
+	if workload, err = apiserver.Start(ctx, apiserver.Options{WithoutCRDs: true}); err != nil {
 		println("starting the workload envtest:", err.Error())
 		return 1
 	}
@@ -158,8 +171,9 @@ func disconnectAll(ctx context.Context, cc clustercache.ClusterCache) {
 	}
 }
 
-// world is one cluster with one Windows Machine, its HybridMachine and its
-// WindowsKubeadmConfig, in a namespace of its own.
+// world is one cluster with one Windows Machine and its WindowsKubeadmConfig,
+// in a namespace of its own. The Machine's infrastructureRef names a
+// HybridMachine that does not exist: the bootstrap provider never reads it.
 type world struct {
 	ns      string
 	cluster *clusterv1.Cluster
@@ -188,14 +202,6 @@ func newWorld(t *testing.T, spec bootstrapv1.WindowsKubeadmConfigSpec, initializ
 			},
 		},
 	}
-	hm := &infrav1.HybridMachine{
-		ObjectMeta: metav1.ObjectMeta{Name: "win1-md-0-abcde", Namespace: w.ns},
-		Spec: infrav1.HybridMachineSpec{
-			OS: infrav1.OSSpec{Type: infrav1.OSWindows, WindowsRelease: infrav1.WindowsServer2022},
-			VSphere: &infrav1.VSphereMachineSpec{Template: "w2022", NumCPUs: 4, MemoryMiB: 8192,
-				Network: []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", DHCP4: ptr.To(true)}}},
-		},
-	}
 	w.config = &bootstrapv1.WindowsKubeadmConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: "win1-md-0-abcde", Namespace: w.ns, Labels: map[string]string{clusterv1.ClusterNameLabel: "win1"}},
 		Spec:       spec,
@@ -208,14 +214,11 @@ func newWorld(t *testing.T, spec bootstrapv1.WindowsKubeadmConfigSpec, initializ
 			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
 				APIGroup: bootstrapv1.GroupVersion.Group, Kind: "WindowsKubeadmConfig", Name: w.config.Name}},
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "HybridMachine", Name: hm.Name},
+				APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "HybridMachine", Name: "win1-md-0-abcde"},
 		},
 	}
 	for _, m := range mutate {
 		m(w)
-	}
-	if w.machine.Spec.InfrastructureRef.Name == hm.Name {
-		g.Expect(mgmt.Client.Create(ctx, hm)).To(Succeed())
 	}
 	g.Expect(mgmt.Client.Create(ctx, w.cluster)).To(Succeed())
 	w.setClusterStatus(t, initialized)
@@ -340,10 +343,12 @@ func TestWaitsForControlPlaneThenWritesData(t *testing.T) {
 	hash, err := payload.CACertHash(w.caPEM)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cfg.Join.CACertHashes).To(Equal([]string{hash}))
-	g.Expect(cfg.WindowsBuild).To(Equal("10.0.20348"))
-	g.Expect(cfg.Labels).To(HaveKeyWithValue(corev1.LabelWindowsBuild, "10.0.20348"))
 	g.Expect(cfg.Network.OutboundNATExceptions).To(ContainElements("10.244.0.0/16", "10.96.0.0/12"))
-	g.Expect(len(cfg.NodeName)).To(BeNumerically("<=", 15))
+	// The node names itself after the computer name the infrastructure
+	// provider gave it, and the kubelet labels the Node with its build.
+	g.Expect(cfg.NodeName).To(BeEmpty())
+	g.Expect(cfg.WindowsBuild).To(BeEmpty())
+	g.Expect(cfg.Labels).NotTo(HaveKey(corev1.LabelWindowsBuild))
 
 	// The token in the payload exists in the workload cluster, lives TTL.
 	id := strings.Split(cfg.Join.Token, ".")[0]
@@ -488,30 +493,25 @@ func TestOversizedPayloadWritesNoSecret(t *testing.T) {
 	g.Expect(tokensAfter.Items).To(HaveLen(len(tokensBefore.Items)), "no token is created for a payload that cannot be sent")
 }
 
-func TestReservationsOverMachineMemory(t *testing.T) {
+// TestMachineSizeIsTheNodesToCheck: reservations over any VM's memory still
+// get bootstrap data; capwin-node's preflight refuses them on the machine,
+// where its memory is known. The Machine's infrastructure may be of any
+// kind.
+func TestMachineSizeIsTheNodesToCheck(t *testing.T) {
 	g := NewWithT(t)
-	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, true, func(w *world) {
-		w.machine.Spec.InfrastructureRef.Name = "small"
+	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{Kubelet: bootstrapv1.KubeletSpec{
+		SystemReserved: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Ti")},
+	}}, true, func(w *world) {
+		w.machine.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{
+			APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "DockerMachine", Name: "elsewhere"}
 	})
-	small := &infrav1.HybridMachine{
-		ObjectMeta: metav1.ObjectMeta{Name: "small", Namespace: w.ns},
-		Spec: infrav1.HybridMachineSpec{
-			OS: infrav1.OSSpec{Type: infrav1.OSWindows, WindowsRelease: infrav1.WindowsServer2022},
-			VSphere: &infrav1.VSphereMachineSpec{Template: "w2022", NumCPUs: 2, MemoryMiB: 2048,
-				Network: []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", DHCP4: ptr.To(true)}}},
-		},
-	}
-	// The HybridMachine appears after its Machine: the config waits and retries.
 	g.Eventually(func(g Gomega) {
-		cond := condition(g, w.getConfig(g), bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition)
-		g.Expect(cond.Reason).To(Equal(bootstrapv1.WindowsKubeadmConfigWaitingForInputsReason))
+		c := w.getConfig(g)
+		g.Expect(c.Status.DataSecretName).To(Equal(w.config.Name))
+		g.Expect(condition(g, c, bootstrapv1.WindowsKubeadmConfigReadyCondition).Status).To(Equal(metav1.ConditionTrue))
 	}, eventually).Should(Succeed())
-	g.Expect(mgmt.Client.Create(t.Context(), small)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		cond := condition(g, w.getConfig(g), bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition)
-		g.Expect(cond.Reason).To(Equal(bootstrapv1.WindowsKubeadmConfigInvalidReason))
-		g.Expect(cond.Message).To(ContainSubstring("nothing would be left for pods"))
-	}, eventually).Should(Succeed())
+	cfg := nodeConfig(g, w.dataSecret(g))
+	g.Expect(cfg.Kubelet.SystemReserved).To(HaveKeyWithValue("memory", "1Ti"))
 }
 
 func newCA(t *testing.T) []byte {
@@ -536,7 +536,7 @@ func newCA(t *testing.T) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
-func stop(name string, e *envtest.Environment) {
+func stop(name string, e *apiserver.Environment) {
 	if err := e.Stop(); err != nil {
 		println("stopping the", name, "envtest:", err.Error())
 	}

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -35,11 +34,9 @@ import (
 	"sigs.k8s.io/cluster-api/util/secret"
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
-	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/bootstrap/payload"
 	"github.com/capwin/capwin/bootstrap/validation"
 	"github.com/capwin/capwin/internal/deleted"
-	"github.com/capwin/capwin/internal/names"
 )
 
 // DefaultTokenTTL covers a slow Windows first boot (image specialisation,
@@ -66,7 +63,6 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=windowskubeadmconfigs;windowskubeadmconfigs/status;windowskubeadmconfigs/finalizers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status;machines;machines/status,verbs=get;list;watch
-// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=hybridmachines,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 
 // SetupWithManager registers the reconciler, watching Machines and Clusters
@@ -317,7 +313,7 @@ func (r *Reconciler) invalid(config *bootstrapv1.WindowsKubeadmConfig, err error
 }
 
 // transientError is a failure to read an input that may well be there on a
-// later try (a Secret or HybridMachine not created yet, an API error).
+// later try (a Secret not created yet, an API error).
 type transientError struct{ error }
 
 func (e transientError) Unwrap() error { return e.error }
@@ -334,7 +330,11 @@ func (r *Reconciler) inputError(config *bootstrapv1.WindowsKubeadmConfig, err er
 }
 
 // payloadInput gathers what the node configuration is computed from: the
-// Cluster's endpoint, network and CA, and the machine's name and build.
+// Cluster's endpoint, network and CA, and the Machine's Kubernetes version.
+// Like Cluster API's kubeadm bootstrap provider it reads no infrastructure
+// object: the node takes its name from the computer name the infrastructure
+// provider gave it, the kubelet labels the Node with the host's Windows
+// build, and the node checks its reserved memory against its own.
 func (r *Reconciler) payloadInput(ctx context.Context, config *bootstrapv1.WindowsKubeadmConfig, machine *clusterv1.Machine, cluster *clusterv1.Cluster) (payload.Input, error) {
 	spec := config.Spec.DeepCopy()
 	spec.Default()
@@ -350,7 +350,6 @@ func (r *Reconciler) payloadInput(ctx context.Context, config *bootstrapv1.Windo
 	}
 	in := payload.Input{
 		Spec:              spec,
-		NodeName:          names.WindowsComputerName(machine.Namespace, machine.Name),
 		KubernetesVersion: machine.Spec.Version,
 		ControlPlaneHost:  ep.Host,
 		ControlPlanePort:  ep.Port,
@@ -371,9 +370,6 @@ func (r *Reconciler) payloadInput(ctx context.Context, config *bootstrapv1.Windo
 	}
 	in.CACertHashes = []string{hash}
 
-	if err := r.fromHybridMachine(ctx, machine, spec, &in); err != nil {
-		return payload.Input{}, err
-	}
 	in.FileContent = func(ref bootstrapv1.SecretKeyReference) ([]byte, error) {
 		s := &corev1.Secret{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: config.Namespace, Name: ref.Name}, s); err != nil {
@@ -386,39 +382,6 @@ func (r *Reconciler) payloadInput(ctx context.Context, config *bootstrapv1.Windo
 		return v, nil
 	}
 	return in, nil
-}
-
-// fromHybridMachine takes the node name, the Windows build and the memory
-// from the Machine's HybridMachine, when it has one.
-func (r *Reconciler) fromHybridMachine(ctx context.Context, machine *clusterv1.Machine, spec *bootstrapv1.WindowsKubeadmConfigSpec, in *payload.Input) error {
-	ref := machine.Spec.InfrastructureRef
-	if ref.APIGroup != infrav1.GroupVersion.Group || ref.Kind != "HybridMachine" {
-		return nil
-	}
-	hm := &infrav1.HybridMachine{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: machine.Namespace, Name: ref.Name}, hm); err != nil {
-		return transientError{fmt.Errorf("reading HybridMachine %s: %w", ref.Name, err)}
-	}
-	if hm.Spec.OS.Type != infrav1.OSWindows {
-		return fmt.Errorf("HybridMachine %s runs %s: a WindowsKubeadmConfig bootstraps Windows machines only", hm.Name, hm.Spec.OS.Type)
-	}
-	if hm.Spec.ComputerName != "" {
-		in.NodeName = hm.Spec.ComputerName
-	}
-	in.WindowsBuild = hm.Spec.OS.WindowsBuild
-	if in.WindowsBuild == "" {
-		in.WindowsBuild, _ = hm.Spec.OS.WindowsRelease.Build()
-	}
-	if hm.Spec.VSphere != nil {
-		memory := resource.NewQuantity(hm.Spec.VSphere.MemoryMiB*1024*1024, resource.BinarySI)
-		reserved := spec.Kubelet.SystemReserved.Memory().DeepCopy()
-		reserved.Add(*spec.Kubelet.KubeReserved.Memory())
-		if reserved.Cmp(*memory) >= 0 {
-			return fmt.Errorf("spec.kubelet reserves %s of memory but HybridMachine %s has only %s: nothing would be left for pods",
-				reserved.String(), hm.Name, memory.String())
-		}
-	}
-	return nil
 }
 
 // writeDataSecret creates or updates the bootstrap data Secret. It logs the

@@ -85,16 +85,14 @@ func ValidateConfigSpec(s *bootstrapv1.WindowsKubeadmConfigSpec, path *field.Pat
 }
 
 // validatePayloadSize renders the config with stand-ins of the same length
-// for what only the cluster knows (token, CA hash, node name) and refuses a
+// for what only the cluster knows (token, CA hash) and refuses a
 // payload over the platforms' user-data limit, before any VM is made. Files
 // read from Secrets count as empty here; the reconciler checks again with
 // them.
 func validatePayloadSize(s *bootstrapv1.WindowsKubeadmConfigSpec, path *field.Path) field.ErrorList {
 	p, err := payload.Render(payload.Input{
 		Spec:              s,
-		NodeName:          "w23456789abcdef",
 		KubernetesVersion: "v1.36.3",
-		WindowsBuild:      "10.0.20348",
 		ControlPlaneHost:  "control-plane.cluster.example",
 		ControlPlanePort:  6443,
 		Token:             "000000.0000000000000000",

@@ -19,7 +19,6 @@ import (
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/bootstrap/payload"
 	"github.com/capwin/capwin/bootstrap/validation"
-	"github.com/capwin/capwin/internal/names"
 )
 
 // Placeholders stand in for what only the running cluster knows.
@@ -48,8 +47,8 @@ func render(args []string, stdout, stderr io.Writer) int {
 	serviceCIDR := fs.String("service-cidr", "10.96.0.0/12", "the cluster's service CIDR (without --cluster)")
 	endpoint := fs.String("endpoint", "10.0.0.100:6443", "the control-plane endpoint host:port (without --cluster)")
 	version := fs.String("kubernetes-version", "v1.36.3", "the Machine's Kubernetes version")
-	release := fs.String("windows-release", "ltsc2022", "the Windows Server release of the image")
-	nodeName := fs.String("node-name", "", "the node name; derived from the config's namespace and name when empty")
+	release := fs.String("windows-release", "", "a Windows Server release (ltsc2019, ltsc2022, ltsc2025) whose build the node must run; empty, as the controller renders it: the node does not check")
+	nodeName := fs.String("node-name", "", "a node name; empty, as the controller renders it: the node takes its computer name")
 	caCert := fs.String("ca-cert", "", "the cluster CA certificate (PEM) to compute the real CA hash from")
 	output := fs.String("o", "all", "what to print: all, script or json")
 	if err := fs.Parse(args); err != nil {
@@ -64,7 +63,7 @@ func render(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	meta, spec, err := readConfig(*file)
+	spec, err := readConfig(*file)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -77,22 +76,21 @@ func render(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	build, ok := infrav1.WindowsRelease(*release).Build()
-	if !ok {
-		return fail("--windows-release %q is not one of %v", *release, infrav1.WindowsReleases())
-	}
 	in := payload.Input{
 		Spec:              spec,
 		NodeName:          *nodeName,
 		KubernetesVersion: *version,
-		WindowsBuild:      build,
 		Token:             placeholderToken,
 		CACertHashes:      []string{placeholderCAHash},
 		PodCIDRs:          []string{*podCIDR},
 		ServiceCIDRs:      []string{*serviceCIDR},
 	}
-	if in.NodeName == "" {
-		in.NodeName = names.WindowsComputerName(meta.namespace, meta.name)
+	if *release != "" {
+		build, ok := infrav1.WindowsRelease(*release).Build()
+		if !ok {
+			return fail("--windows-release %q is not one of %v", *release, infrav1.WindowsReleases())
+		}
+		in.WindowsBuild = build
 	}
 	host, port, err := splitEndpoint(*endpoint)
 	if err != nil {
@@ -137,7 +135,7 @@ func render(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "raw (Azure customData):              %6d bytes\n", len(p.Script))
 		fmt.Fprintf(stdout, "gzip+base64 (vSphere guestinfo):     %6d bytes\n", len(enc))
 		fmt.Fprintf(stdout, "limit:                               %6d bytes\n", payload.MaxSize)
-		fmt.Fprintf(stdout, "\nnode %s, token and CA hash: %s\n", in.NodeName, placeholderNote(*caCert != ""))
+		fmt.Fprintf(stdout, "\n%s; token and CA hash: %s\n", nodeNote(in), placeholderNote(*caCert != ""))
 	default:
 		return fail("-o %q: use all, script or json", *output)
 	}
@@ -147,6 +145,18 @@ func render(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// nodeNote says how the node will be named and which build it will accept.
+func nodeNote(in payload.Input) string {
+	name := "node named after its computer name"
+	if in.NodeName != "" {
+		name = "node " + in.NodeName
+	}
+	if in.WindowsBuild == "" {
+		return name + ", any Windows build"
+	}
+	return name + ", Windows build " + in.WindowsBuild + " only"
+}
+
 func placeholderNote(realCA bool) string {
 	if realCA {
 		return "the token is a placeholder; the CA hash is the real one"
@@ -154,42 +164,34 @@ func placeholderNote(realCA bool) string {
 	return "placeholders (the controller fills in the real ones)"
 }
 
-type objectMeta struct{ namespace, name string }
-
-// readConfig reads a WindowsKubeadmConfig or WindowsKubeadmConfigTemplate.
-func readConfig(path string) (objectMeta, *bootstrapv1.WindowsKubeadmConfigSpec, error) {
+// readConfig reads the spec of a WindowsKubeadmConfig or a
+// WindowsKubeadmConfigTemplate.
+func readConfig(path string) (*bootstrapv1.WindowsKubeadmConfigSpec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return objectMeta{}, nil, err
+		return nil, err
 	}
 	var head struct {
 		Kind string `json:"kind"`
 	}
 	if err := yaml.Unmarshal(data, &head); err != nil {
-		return objectMeta{}, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	switch head.Kind {
 	case "WindowsKubeadmConfig":
 		c := &bootstrapv1.WindowsKubeadmConfig{}
 		if err := yaml.UnmarshalStrict(data, c); err != nil {
-			return objectMeta{}, nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		return objectMeta{namespace: nsOrDefault(c.Namespace), name: c.Name}, &c.Spec, nil
+		return &c.Spec, nil
 	case "WindowsKubeadmConfigTemplate":
 		t := &bootstrapv1.WindowsKubeadmConfigTemplate{}
 		if err := yaml.UnmarshalStrict(data, t); err != nil {
-			return objectMeta{}, nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		return objectMeta{namespace: nsOrDefault(t.Namespace), name: t.Name}, &t.Spec.Template.Spec, nil
+		return &t.Spec.Template.Spec, nil
 	}
-	return objectMeta{}, nil, fmt.Errorf("%s: kind %q is not WindowsKubeadmConfig or WindowsKubeadmConfigTemplate", path, head.Kind)
-}
-
-func nsOrDefault(ns string) string {
-	if ns == "" {
-		return "default"
-	}
-	return ns
+	return nil, fmt.Errorf("%s: kind %q is not WindowsKubeadmConfig or WindowsKubeadmConfigTemplate", path, head.Kind)
 }
 
 func fromCluster(path string, in *payload.Input) error {

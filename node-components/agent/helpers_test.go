@@ -131,8 +131,14 @@ func newNode(t testing.TB, mutate ...func(*nodeconfig.Config)) *node {
 				return err
 			}
 		}
-		n.cp.register(n.cfg.NodeName)
-		return nil
+		// It registers under the name its flags give it, as the real one.
+		for _, a := range spec.Command {
+			if name, ok := strings.CutPrefix(a, "--hostname-override="); ok {
+				n.cp.register(name)
+				return nil
+			}
+		}
+		return errors.New("kubelet: no --hostname-override")
 	})
 	n.host.OnStart(layout.ServiceFlanneld, sim.Flanneld("10.244.1.0/24"))
 	return n

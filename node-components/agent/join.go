@@ -65,6 +65,8 @@ var joinPhases = []joinPhase{
 // join is one run of Join.
 type join struct {
 	*Agent
+	// cfg is the node configuration as this node applies it: its nodeName
+	// is the resolved one (Agent.nodeName), never empty.
 	cfg        *nodeconfig.Config
 	configPath string
 	state      *State
@@ -113,11 +115,24 @@ func (a *Agent) Join(ctx context.Context, configPath string) error {
 		a.report(ctx, Progress{Phase: PhasePreflight, State: ProgressFailed, Message: err.Error(), Time: a.now(), Phases: state.Phases})
 		return pe
 	}
-	if state.ConfigHash != "" && state.ConfigHash != hash && len(state.Phases) > 0 {
-		a.logf("The node configuration changed since the last run; starting the phases over (commands that ran do not run again)")
-		state.Phases = nil
+	if state.ConfigHash != "" && state.ConfigHash != hash {
+		if len(state.Phases) > 0 {
+			a.logf("The node configuration changed since the last run; starting the phases over (commands that ran do not run again)")
+			state.Phases = nil
+		}
+		// The new configuration may name the node otherwise.
+		state.NodeName = ""
 	}
 	state.ConfigHash = hash
+	name, err := a.nodeName(ctx, cfg, state)
+	if err != nil {
+		a.logf("Phase %s: failed: %v", PhasePreflight, err)
+		a.report(ctx, Progress{Phase: PhasePreflight, State: ProgressFailed, Message: err.Error(), Time: a.now(), Phases: state.Phases})
+		return &PhaseError{Phase: PhasePreflight, Err: err}
+	}
+	// From here on the configuration is the one this node applies: every
+	// phase, flag and report uses the resolved name.
+	cfg.NodeName, state.NodeName = name, name
 	j := &join{Agent: a, cfg: cfg, configPath: configPath, state: state}
 	a.logf("Joining node %s to %s (Kubernetes %s, %s %s); configuration sha256 %s", cfg.NodeName, cfg.Join.APIServerEndpoint, cfg.KubernetesVersion, cfg.Network.CNI, cfg.Network.Mode, hash[:12])
 	for _, p := range joinPhases {
@@ -258,7 +273,11 @@ func (a *Agent) finishedBeforeRecorded(ctx context.Context, data []byte, state *
 		return true, &PhaseError{Phase: PhaseComplete, Err: err}
 	}
 	a.logf("The join had finished before the agent stopped; recorded it")
-	a.report(ctx, Progress{NodeName: cfg.NodeName, Phase: PhaseComplete, State: ProgressJoined, Time: now, Phases: state.Phases})
+	name := cfg.NodeName
+	if name == "" {
+		name = state.NodeName
+	}
+	a.report(ctx, Progress{NodeName: name, Phase: PhaseComplete, State: ProgressJoined, Time: now, Phases: state.Phases})
 	return true, nil
 }
 

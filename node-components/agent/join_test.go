@@ -374,7 +374,7 @@ func TestHostileConfiguration(t *testing.T) {
 
 func TestPreflightRefusesWhatCannotBeRendered(t *testing.T) {
 	n := newNode(t, func(c *nodeconfig.Config) {
-		c.Labels["example.com/evil"] = "a,node.kubernetes.io/windows-build=10.0.17763"
+		c.Labels = map[string]string{"example.com/evil": "a,node.kubernetes.io/windows-build=10.0.17763"}
 		c.Kubelet.ExtraArgs = []nodeconfig.Arg{{Name: "kubeconfig", Value: `C:\evil.conf`}}
 	})
 	err := n.join()

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/capwin/capwin/node-components/bundle"
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/layout"
@@ -30,7 +32,14 @@ func (j *join) preflight(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("reading the host's Windows build: %w", err)
 	}
 	if j.cfg.WindowsBuild != "" && !sameBuild(build, j.cfg.WindowsBuild) {
-		return "", fmt.Errorf("the host runs Windows build %s but the configuration is for build %s: Windows containers run only on a host of their own build; use an image of build %s or set the machine's Windows release to match the image", build, j.cfg.WindowsBuild, j.cfg.WindowsBuild)
+		return "", fmt.Errorf("the host runs Windows build %s but the configuration's windowsBuild is %s: Windows containers run only on a host of their own build; use an image of build %s or change windowsBuild", build, j.cfg.WindowsBuild, j.cfg.WindowsBuild)
+	}
+	memory, err := facts.TotalMemory(ctx)
+	if err != nil {
+		return "", fmt.Errorf("reading the host's memory: %w", err)
+	}
+	if err := checkReservedMemory(j.cfg.Kubelet, memory); err != nil {
+		return "", err
 	}
 	if ok, err := facts.Feature(ctx, host.FeatureContainers); err != nil {
 		return "", fmt.Errorf("checking the Windows feature %s: %w", host.FeatureContainers, err)
@@ -61,11 +70,73 @@ func (j *join) preflight(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("finding the primary network adapter: %w", err)
 	}
-	msg := fmt.Sprintf("Windows build %s, adapter %s (%s), bundle for %s", build, iface.Name, iface.IPv4, m.KubernetesVersion)
+	msg := fmt.Sprintf("Windows build %s, memory %s, adapter %s (%s), bundle for %s", build, mebibytes(memory), iface.Name, iface.IPv4, m.KubernetesVersion)
 	if name, err := facts.ComputerName(ctx); err == nil && !strings.EqualFold(name, j.cfg.NodeName) {
 		j.logf("The computer name %s is not the node name %s; the kubelet registers as %s", name, j.cfg.NodeName, j.cfg.NodeName)
 	}
 	return msg, nil
+}
+
+// nodeName is the name the node joins as: the configuration's nodeName when
+// it has one; else, for a run of the configuration an earlier run started,
+// the name that run used; else the computer name, lower case, as the
+// infrastructure provider set it. A computer name that is not a valid node
+// name fails the join before anything changes on the host.
+func (a *Agent) nodeName(ctx context.Context, cfg *nodeconfig.Config, state *State) (string, error) {
+	if cfg.NodeName != "" {
+		return cfg.NodeName, nil
+	}
+	if state.NodeName != "" {
+		return state.NodeName, nil
+	}
+	computerName, err := a.Host.Facts().ComputerName(ctx)
+	if err != nil {
+		return "", fmt.Errorf("nodeName is empty, so the node takes its computer name, which cannot be read: %w", err)
+	}
+	name := strings.ToLower(computerName)
+	if err := nodeconfig.CheckNodeName(name); err != nil {
+		return "", fmt.Errorf("nodeName is empty, so the node takes its computer name %q, which is not a valid node name: %w; give the VM another computer name or set nodeName", computerName, err)
+	}
+	return name, nil
+}
+
+// checkReservedMemory refuses reservations that leave the pods no memory:
+// Windows has no OOM killer, and a kubelet whose systemReserved and
+// kubeReserved memory add up to the machine's memory or more reports
+// nothing allocatable.
+func checkReservedMemory(k nodeconfig.Kubelet, total uint64) error {
+	var sum resource.Quantity
+	parts := make([]string, 0, 2)
+	for _, r := range []struct {
+		field string
+		m     map[string]string
+	}{{"kubelet.systemReserved", k.SystemReserved}, {"kubelet.kubeReserved", k.KubeReserved}} {
+		v, ok := r.m["memory"]
+		if !ok {
+			continue
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return fmt.Errorf("%s.memory: %q is not a quantity: %w", r.field, v, err)
+		}
+		sum.Add(q)
+		parts = append(parts, r.field+".memory "+v)
+	}
+	if len(parts) == 0 || sum.Sign() <= 0 || uint64(sum.Value()) < total {
+		return nil
+	}
+	return fmt.Errorf("the kubelet's reserved memory (%s) adds up to %s but this machine has %s: nothing would be left for pods; "+
+		"the reserved memory must be below the machine's: lower spec.kubelet.systemReserved / kubeReserved of the WindowsKubeadmConfig or give the machine more memory",
+		strings.Join(parts, " + "), sum.String(), mebibytes(total))
+}
+
+// mebibytes is a memory size in bytes as a Kubernetes quantity, in Mi
+// (rounded down) unless it is exact.
+func mebibytes(b uint64) string {
+	if b%(1<<20) == 0 {
+		return resource.NewQuantity(int64(b), resource.BinarySI).String()
+	}
+	return fmt.Sprintf("%dMi (%d bytes)", b>>20, b)
 }
 
 // sameBuild compares major.minor.build; a revision (the update build

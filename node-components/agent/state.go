@@ -18,6 +18,11 @@ type State struct {
 	// ConfigHash is the SHA-256 of the node configuration the phases ran
 	// with; a new configuration starts the phases over (not the commands).
 	ConfigHash string `json:"configHash"`
+	// NodeName is the name the node joins as: the configuration's
+	// nodeName, or else the computer name, lower case, read when the
+	// configuration was first applied. A run with the same configuration
+	// uses it again rather than read the computer name anew.
+	NodeName string `json:"nodeName,omitempty"`
 	// Phases are the phases that finished, in order.
 	Phases []PhaseRecord `json:"phases"`
 	// Commands are the hashes of the pre- and post-join commands that

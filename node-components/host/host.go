@@ -26,6 +26,9 @@ type Facts interface {
 	Build(ctx context.Context) (string, error)
 	// ComputerName is the machine's computer name, as Windows reports it.
 	ComputerName(ctx context.Context) (string, error)
+	// TotalMemory is the physical memory the operating system can use, in
+	// bytes: what the kubelet reports as the Node's memory capacity.
+	TotalMemory(ctx context.Context) (uint64, error)
 	// Feature reports whether a Windows optional feature (FeatureContainers,
 	// FeatureHyperV) is installed and enabled.
 	Feature(ctx context.Context, name string) (bool, error)

@@ -9,13 +9,16 @@ type Config struct {
 	// SchemaVersion is always SchemaVersion.
 	SchemaVersion string `json:"schemaVersion"`
 
-	// NodeName is the node's name: its Windows computer name, lower case.
-	NodeName string `json:"nodeName"`
+	// NodeName is the node's name. Empty, the node takes its own computer
+	// name, lower case (the infrastructure provider set it); the bootstrap
+	// provider leaves it empty. Either way it must pass CheckNodeName.
+	NodeName string `json:"nodeName,omitempty"`
 	// KubernetesVersion is the version of the kubelet and kube-proxy the
 	// node must run, for example v1.36.3.
 	KubernetesVersion string `json:"kubernetesVersion"`
 	// WindowsBuild is the host build the node must have (for example
-	// 10.0.20348); empty when the infrastructure does not say.
+	// 10.0.20348); the node refuses another. The bootstrap provider leaves
+	// it empty; capwin render sets it when asked to.
 	WindowsBuild string `json:"windowsBuild,omitempty"`
 
 	// Join is what kubeadm join needs.
@@ -78,7 +81,8 @@ type Arg struct {
 // Kubelet holds the kubelet's reservations and extra flags.
 type Kubelet struct {
 	// SystemReserved and KubeReserved map resource names to quantities
-	// (memory: 1536Mi).
+	// (memory: 1536Mi). The node refuses to join when their memory adds up
+	// to its own memory or more.
 	SystemReserved map[string]string `json:"systemReserved,omitempty"`
 	KubeReserved   map[string]string `json:"kubeReserved,omitempty"`
 	ExtraArgs      []Arg             `json:"extraArgs,omitempty"`

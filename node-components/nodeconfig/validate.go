@@ -29,6 +29,19 @@ var (
 	quantityPattern    = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$`)
 )
 
+// NodeNameRule is the rule a node name follows: it is a Windows computer
+// name, lower case, that is also a valid Kubernetes node name.
+var NodeNameRule = fmt.Sprintf("1 to %d lower-case letters, digits and inner hyphens (a Windows computer name)", MaxComputerName)
+
+// CheckNodeName checks name against NodeNameRule: the configuration's
+// nodeName, or the computer name the node takes when nodeName is empty.
+func CheckNodeName(name string) error {
+	if len(name) > MaxComputerName || !nodeNamePattern.MatchString(name) {
+		return fmt.Errorf("%q must be %s", name, NodeNameRule)
+	}
+	return nil
+}
+
 // Decode reads one configuration strictly: unknown fields and trailing data
 // are errors, so a typo never silently means a default.
 func Decode(r io.Reader) (*Config, error) {
@@ -97,8 +110,10 @@ func (cfg *Config) Validate() error {
 	if cfg.SchemaVersion != SchemaVersion {
 		c.add("schemaVersion", "is %q; this agent reads %q", cfg.SchemaVersion, SchemaVersion)
 	}
-	if len(cfg.NodeName) > MaxComputerName || !nodeNamePattern.MatchString(cfg.NodeName) {
-		c.add("nodeName", "%q must be 1 to %d lower-case letters, digits and inner hyphens (a Windows computer name)", cfg.NodeName, MaxComputerName)
+	if cfg.NodeName != "" {
+		if err := CheckNodeName(cfg.NodeName); err != nil {
+			c.add("nodeName", "%v", err)
+		}
 	}
 	if !versionPattern.MatchString(cfg.KubernetesVersion) {
 		c.add("kubernetesVersion", "%q must look like v1.36.3", cfg.KubernetesVersion)

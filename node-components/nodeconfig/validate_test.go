@@ -63,6 +63,33 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestNodeNameIsOptional: without nodeName the node takes its computer name,
+// which the agent checks with CheckNodeName, the rule a set nodeName follows.
+func TestNodeNameIsOptional(t *testing.T) {
+	c := validConfig(t)
+	c.NodeName = ""
+	if err := c.Validate(); err != nil {
+		t.Errorf("a configuration without nodeName: %v", err)
+	}
+	for name, valid := range map[string]bool{
+		"win1-md-q3zk5a":   true,
+		"w":                true,
+		"WIN1":             false, // the agent lower-cases a computer name first
+		"win1-md-q3zk5a-x": false, // 16 characters
+		"-win1":            false,
+		"win_1":            false,
+		"":                 false,
+	} {
+		err := CheckNodeName(name)
+		if (err == nil) != valid {
+			t.Errorf("CheckNodeName(%q) = %v, want valid %v", name, err, valid)
+		}
+		if err != nil && !strings.Contains(err.Error(), NodeNameRule) {
+			t.Errorf("CheckNodeName(%q) = %v: the error does not state the rule", name, err)
+		}
+	}
+}
+
 func TestTokenNeverInErrors(t *testing.T) {
 	c := validConfig(t)
 	c.Join.Token = "abcdef.0123456789ABCDEF" // upper case: invalid

@@ -15,11 +15,16 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // node is a builder for the node configurations the tests render: a
-// flannel overlay worker on ltsc2022, as the bootstrap provider renders
-// one for cluster win1.
+// flannel overlay worker, as the bootstrap provider renders one for cluster
+// win1, with the node name the agent resolved (the renderers are given
+// configurations whose nodeName is always set).
 type node struct{ c nodeconfig.Config }
 
-func newNode() *node { return &node{c: *nodeconfigtest.Worker()} }
+func newNode() *node {
+	n := &node{c: *nodeconfigtest.Worker()}
+	n.c.NodeName = nodeconfigtest.NodeName
+	return n
+}
 
 func (n *node) l2bridge() *node {
 	n.c.Network.Mode, n.c.Network.VXLANVNI, n.c.Network.VXLANPort = "l2bridge", 0, 0

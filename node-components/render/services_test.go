@@ -142,7 +142,6 @@ func TestServicesOrderAndShape(t *testing.T) {
 		"--cert-dir=" + layout.KubeletPKIDir,
 		"--hostname-override=win1-md-q3zk5a",
 		"--node-ip=10.0.0.15",
-		"--node-labels=node.kubernetes.io/windows-build=10.0.20348",
 		"--v=2",
 	} {
 		if !hasArg(program(k), a) {

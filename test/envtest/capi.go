@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	addonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1" //nolint:staticcheck // Cluster API's conversion webhooks need it
@@ -25,12 +23,6 @@ import (
 	"sigs.k8s.io/cluster-api/core/setup"
 	coreadmission "sigs.k8s.io/cluster-api/core/webhooks/admission"
 )
-
-// controllerConfig lets several managers in one test binary register
-// controllers of the same name, as each test's own manager does.
-func controllerConfig() config.Controller {
-	return config.Controller{SkipNameValidation: ptr.To(true)}
-}
 
 // SetupCoreReconcilers registers the real Cluster API core reconcilers
 // (Cluster, Machine, MachineSet, MachineDeployment, MachineHealthCheck,

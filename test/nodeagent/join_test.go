@@ -47,7 +47,9 @@ import (
 //     server's client CA (envtest's AddUser) and the kubelet writes it and
 //     its kubeconfig as the real one does after its TLS bootstrap;
 //   - with those credentials it registers its Node, with the labels of its
-//     --node-labels flag and the taints of its configuration.
+//     --node-labels flag, the node.kubernetes.io/windows-build label of its
+//     host's build (the real kubelet's getOSSpecificLabels) and the taints
+//     of its configuration.
 type windowsNode struct {
 	host *sim.Host
 	cfg  *nodeconfig.Config
@@ -55,11 +57,14 @@ type windowsNode struct {
 	csr  *certificatesv1.CertificateSigningRequest
 }
 
+// newWindowsNode is a node whose computer name is name in upper case, as
+// Windows shows it; its configuration, like the bootstrap provider's, has no
+// nodeName, so it joins as name.
 func newWindowsNode(t *testing.T, join nodeconfig.Join, name string) *windowsNode {
 	g := NewWithT(t)
 	n := &windowsNode{host: sim.New(sim.Options{Root: t.TempDir(), ComputerName: strings.ToUpper(name)})}
 	n.cfg = nodeconfigtest.Worker()
-	n.cfg.NodeName, n.cfg.Join = name, join
+	n.cfg.Join = join
 	data, err := json.Marshal(n.cfg)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n.host.FS().WriteFile(layout.NodeConfig, data, true)).To(Succeed())
@@ -120,7 +125,13 @@ func (n *windowsNode) kubelet(ctx context.Context, h *sim.Host, spec host.Servic
 	if err != nil {
 		return err
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelOSStable: "windows"}}}
+	build, err := h.Facts().Build(ctx)
+	if err != nil {
+		return err
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		corev1.LabelOSStable: "windows", corev1.LabelWindowsBuild: build,
+	}}}
 	for _, kv := range strings.Split(flags["node-labels"], ",") {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			node.Labels[k] = v

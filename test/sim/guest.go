@@ -45,10 +45,13 @@ const (
 // cloudbase-init or cloud-init would. A Windows guest checks its user data as
 // the node would: the script is capwin's stub, the node configuration passes
 // node-components validation, the bootstrap token exists in the workload
-// cluster and is unexpired, the CA hash is the workload API server's CA, and
-// the node name is the VM's host name. It then registers its Node (the VM's
-// providerID, kubernetes.io/os, node.kubernetes.io/windows-build, the
-// configuration's labels and taints) and marks it Ready after the boot delay.
+// cluster and is unexpired, and the CA hash is the workload API server's CA.
+// As capwin-node does, it names the node after the configuration's nodeName
+// or, without one, after the VM's host name in lower case, which must be a
+// valid node name. It then registers its Node (the VM's providerID,
+// kubernetes.io/os, node.kubernetes.io/windows-build of the build its guest
+// OS runs, as the kubelet labels it, the configuration's labels and taints)
+// and marks it Ready after the boot delay.
 // A guest whose check fails registers nothing, as a node whose join failed,
 // and says why in Rejected.
 type Guests struct {
@@ -269,6 +272,15 @@ func (g *Guests) advance(ctx context.Context, gs *guest, now time.Time) error {
 	return nil
 }
 
+// guestBuilds is the Windows build of each Windows guest OS the simulation's
+// templates may declare. vSphere names each Windows Server release after the
+// one before it: windows2019srvNext is Windows Server 2022.
+var guestBuilds = map[string]string{
+	string(types.VirtualMachineGuestOsIdentifierWindows2019srv_64Guest):     "10.0.17763",
+	string(types.VirtualMachineGuestOsIdentifierWindows2019srvNext_64Guest): "10.0.20348",
+	string(types.VirtualMachineGuestOsIdentifierWindows2022srvNext_64Guest): "10.0.26100",
+}
+
 // check reads the VM's guestinfo as the node would and returns the Node it
 // would register and, for Windows, the bootstrap token it would join with.
 // Whether the guest is Windows is the VM's (its guest ID, from its
@@ -320,16 +332,26 @@ func (g *Guests) check(vm *vspheresim.VM, extra map[string]string) (*corev1.Node
 	if err := cfg.Validate(); err != nil {
 		return nil, "", fmt.Errorf("node configuration: %w", err)
 	}
-	if cfg.NodeName != meta.LocalHostname {
-		return nil, "", fmt.Errorf("node name %q is not the VM's host name %q", cfg.NodeName, meta.LocalHostname)
+	name := cfg.NodeName
+	if name == "" {
+		name = strings.ToLower(meta.LocalHostname)
+		if err := nodeconfig.CheckNodeName(name); err != nil {
+			return nil, "", fmt.Errorf("the node takes its computer name %q, which is not a valid node name: %w", meta.LocalHostname, err)
+		}
+	}
+	node.Name, node.Labels[corev1.LabelHostname] = name, name
+	build, ok := guestBuilds[vm.Config.GuestId]
+	if !ok {
+		return nil, "", fmt.Errorf("guest OS %s: the simulation knows no Windows build for it", vm.Config.GuestId)
+	}
+	if cfg.WindowsBuild != "" && !strings.HasPrefix(cfg.WindowsBuild+".", build+".") {
+		return nil, "", fmt.Errorf("the host runs Windows build %s but the configuration's windowsBuild is %s", build, cfg.WindowsBuild)
 	}
 	if !slices.Contains(cfg.Join.CACertHashes, g.caHash) {
 		return nil, "", fmt.Errorf("no CA hash of %v is the workload cluster's CA (%s)", cfg.Join.CACertHashes, g.caHash)
 	}
 	node.Labels[corev1.LabelOSStable] = "windows"
-	if cfg.WindowsBuild != "" {
-		node.Labels[corev1.LabelWindowsBuild] = cfg.WindowsBuild
-	}
+	node.Labels[corev1.LabelWindowsBuild] = build
 	for k, v := range cfg.Labels {
 		if !kubeletMaySet(k) {
 			return nil, "", fmt.Errorf("the kubelet refuses to set label %s on its Node (kubernetes.io and k8s.io labels are reserved)", k)
@@ -341,7 +363,7 @@ func (g *Guests) check(vm *vspheresim.VM, extra map[string]string) (*corev1.Node
 	}
 	node.Status.NodeInfo = corev1.NodeSystemInfo{
 		OperatingSystem: "windows", Architecture: "amd64",
-		KubeletVersion: cfg.KubernetesVersion, KernelVersion: cfg.WindowsBuild,
+		KubeletVersion: cfg.KubernetesVersion, KernelVersion: build,
 	}
 	return node, cfg.Join.Token, nil
 }

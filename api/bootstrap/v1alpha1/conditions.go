@@ -20,11 +20,11 @@ const (
 	// cluster's API server cannot be reached to create a bootstrap token.
 	WindowsKubeadmConfigWaitingForWorkloadClusterReason = "WaitingForWorkloadCluster"
 	// WindowsKubeadmConfigWaitingForInputsReason means an input of the
-	// payload (the cluster CA Secret, the HybridMachine) could not be read
-	// yet; it is retried.
+	// payload (the cluster CA Secret) could not be read yet; it is retried.
 	WindowsKubeadmConfigWaitingForInputsReason = "WaitingForInputs"
 	// WindowsKubeadmConfigInvalidReason means the config cannot work in its
-	// Cluster or on its machine; the message says why.
+	// Cluster, or its Machine or Cluster lacks what the payload needs; the
+	// message says why.
 	WindowsKubeadmConfigInvalidReason = "InvalidConfiguration"
 	// WindowsKubeadmConfigPayloadTooLargeReason means the bootstrap data is over
 	// the platforms' 64 KiB limit, so no Secret is written.

@@ -121,7 +121,9 @@ type NodeRegistration struct {
 
 // KubeletSpec holds the kubelet's reservations. Windows has no OOM killer, so
 // memory for the system and the kubelet must be set aside: system plus kube
-// reserved memory is at least 2Gi.
+// reserved memory is at least 2Gi, and below the machine's memory, which the
+// node checks before it joins (a node that would have nothing left for pods
+// does not join).
 type KubeletSpec struct {
 	// systemReserved is set aside for the operating system. Defaults to
 	// memory 1536Mi and cpu 500m.

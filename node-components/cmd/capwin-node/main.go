@@ -172,8 +172,12 @@ func validate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", *file, err)
 		return agent.ExitFailed
 	}
-	fmt.Fprintf(stdout, "%s: valid %s for node %s (Kubernetes %s, %s %s)\n",
-		*file, nodeconfig.SchemaVersion, cfg.NodeName, cfg.KubernetesVersion, cfg.Network.CNI, cfg.Network.Mode)
+	node := "node " + cfg.NodeName
+	if cfg.NodeName == "" {
+		node = "a node named after its computer name"
+	}
+	fmt.Fprintf(stdout, "%s: valid %s for %s (Kubernetes %s, %s %s)\n",
+		*file, nodeconfig.SchemaVersion, node, cfg.KubernetesVersion, cfg.Network.CNI, cfg.Network.Mode)
 	return agent.ExitOK
 }
 

@@ -25,6 +25,21 @@ func TestValidateCommand(t *testing.T) {
 		t.Errorf("unexpected output %q", out.String())
 	}
 
+	// Without nodeName the node takes its computer name.
+	data, err := os.ReadFile("../../nodeconfig/testdata/valid.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errOut.Reset()
+	unnamed := strings.Replace(string(data), `"nodeName": "win1-md-q3zk5a",`, "", 1)
+	if code := run(context.Background(), []string{"validate", "-f", "-"}, strings.NewReader(unnamed), &out, &errOut, newHost); code != 0 {
+		t.Fatalf("without nodeName: exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "for a node named after its computer name") {
+		t.Errorf("without nodeName: unexpected output %q", out.String())
+	}
+
 	out.Reset()
 	errOut.Reset()
 	bad := strings.NewReader(`{"schemaVersion": "capwin.io/node-config/v1", "nodeName": "X"}`)

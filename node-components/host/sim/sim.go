@@ -17,14 +17,20 @@ type Options struct {
 	Root string
 	// Build is the Windows build (10.0.20348 when empty).
 	Build string
-	// ComputerName is the computer name (win-0 when empty).
+	// ComputerName is the computer name (WIN-0 when empty).
 	ComputerName string
+	// Memory is the physical memory in bytes (DefaultMemory when zero).
+	Memory uint64
 	// Features are the installed optional features (Containers when nil).
 	Features []string
 	// Interface is the primary adapter (Ethernet0, 10.0.0.10 in 10.0.0.0/24
 	// when empty).
 	Interface host.Interface
 }
+
+// DefaultMemory is a simulated machine's memory unless Options say
+// otherwise: 8 GiB, a common size for a Windows worker.
+const DefaultMemory = 8 << 30
 
 // Host is a simulated Windows machine. It is safe for concurrent use.
 type Host struct {
@@ -33,6 +39,7 @@ type Host struct {
 	mu           sync.Mutex
 	build        string
 	computerName string
+	memory       uint64
 	features     map[string]bool
 	iface        host.Interface
 	services     map[string]*service
@@ -71,6 +78,7 @@ func New(o Options) *Host {
 		fs:           host.DirFS{Root: o.Root},
 		build:        o.Build,
 		computerName: o.ComputerName,
+		memory:       o.Memory,
 		iface:        o.Interface,
 		features:     map[string]bool{},
 		services:     map[string]*service{},
@@ -82,6 +90,9 @@ func New(o Options) *Host {
 	}
 	if h.computerName == "" {
 		h.computerName = "WIN-0"
+	}
+	if h.memory == 0 {
+		h.memory = DefaultMemory
 	}
 	if h.iface == (host.Interface{}) {
 		h.iface = host.Interface{Name: "Ethernet0", IPv4: "10.0.0.10", Subnet: "10.0.0.0/24"}
@@ -175,6 +186,21 @@ func (h *Host) RunningSpec(name string) (host.ServiceSpec, bool) {
 	return clone(s.running), true
 }
 
+// SetComputerName changes the computer name, as a rename and its reboot
+// would.
+func (h *Host) SetComputerName(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.computerName = name
+}
+
+// SetMemory changes the physical memory, as resizing the VM would.
+func (h *Host) SetMemory(bytes uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.memory = bytes
+}
+
 // SetBuild changes the Windows build, as an in-place upgrade would.
 func (h *Host) SetBuild(build string) {
 	h.mu.Lock()
@@ -203,6 +229,12 @@ func (f facts) ComputerName(context.Context) (string, error) {
 	f.h.mu.Lock()
 	defer f.h.mu.Unlock()
 	return f.h.computerName, nil
+}
+
+func (f facts) TotalMemory(context.Context) (uint64, error) {
+	f.h.mu.Lock()
+	defer f.h.mu.Unlock()
+	return f.h.memory, nil
 }
 
 func (f facts) Feature(_ context.Context, name string) (bool, error) {

@@ -39,6 +39,39 @@ func (facts) ComputerName(context.Context) (string, error) {
 	return name, nil
 }
 
+var (
+	kernel32                 = windows.NewLazySystemDLL("kernel32.dll")
+	procGlobalMemoryStatusEx = kernel32.NewProc("GlobalMemoryStatusEx")
+)
+
+// memoryStatusEx is MEMORYSTATUSEX.
+type memoryStatusEx struct {
+	length               uint32
+	memoryLoad           uint32
+	totalPhys            uint64
+	availPhys            uint64
+	totalPageFile        uint64
+	availPageFile        uint64
+	totalVirtual         uint64
+	availVirtual         uint64
+	availExtendedVirtual uint64
+}
+
+// TotalMemory is GlobalMemoryStatusEx's total physical memory: the memory
+// the operating system can use, which is what the kubelet reports as the
+// Node's capacity (pkg/kubelet/winstats, which prefers it to
+// GetPhysicallyInstalledSystemMemory because some VMs' firmware tables
+// cannot be read). golang.org/x/sys/windows does not wrap the call.
+func (facts) TotalMemory(context.Context) (uint64, error) {
+	var m memoryStatusEx
+	m.length = uint32(unsafe.Sizeof(m))
+	r, _, err := procGlobalMemoryStatusEx.Call(uintptr(unsafe.Pointer(&m)))
+	if r == 0 {
+		return 0, fmt.Errorf("reading the machine's memory (GlobalMemoryStatusEx): %w", err)
+	}
+	return m.totalPhys, nil
+}
+
 // featureServices names, for each feature Feature knows, the service the
 // feature installs. That the service is registered is the observable effect
 // of the feature being installed; it is read instead of the feature state

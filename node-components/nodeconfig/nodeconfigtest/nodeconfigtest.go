@@ -5,21 +5,24 @@ package nodeconfigtest
 
 import "github.com/capwin/capwin/node-components/nodeconfig"
 
-// Worker is a flannel overlay worker on Windows Server 2022, as the
-// bootstrap provider renders one for cluster win1. Each call returns a new
-// configuration.
+// NodeName is the name a node of Worker's configuration takes: the computer
+// name the infrastructure provider gives the VM of Machine
+// win1-md-0-7f9c4-x2b8q, lower case.
+const NodeName = "win1-md-q3zk5a"
+
+// Worker is a flannel overlay worker, as the bootstrap provider renders one
+// for cluster win1: without nodeName (the node takes its computer name) and
+// without windowsBuild (the kubelet labels the Node with its host's build).
+// Each call returns a new configuration.
 func Worker() *nodeconfig.Config {
 	return &nodeconfig.Config{
 		SchemaVersion:     nodeconfig.SchemaVersion,
-		NodeName:          "win1-md-q3zk5a",
 		KubernetesVersion: "v1.36.3",
-		WindowsBuild:      "10.0.20348",
 		Join: nodeconfig.Join{
 			APIServerEndpoint: "10.0.0.100:6443",
 			Token:             "abcdef.0123456789abcdef",
 			CACertHashes:      []string{"sha256:7b4a53d0a7b1f9a2d2c6f0e8f3b1c9a4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b0"},
 		},
-		Labels: map[string]string{"node.kubernetes.io/windows-build": "10.0.20348"},
 		Taints: []nodeconfig.Taint{{Key: "os", Value: "windows", Effect: "NoSchedule"}},
 		Kubelet: nodeconfig.Kubelet{
 			SystemReserved: map[string]string{"cpu": "500m", "memory": "1536Mi"},
