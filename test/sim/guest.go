@@ -276,9 +276,9 @@ func (g *Guests) advance(ctx context.Context, gs *guest, now time.Time) error {
 // templates may declare. vSphere names each Windows Server release after the
 // one before it: windows2019srvNext is Windows Server 2022.
 var guestBuilds = map[string]string{
-	string(types.VirtualMachineGuestOsIdentifierWindows2019srv_64Guest):     "10.0.17763",
-	string(types.VirtualMachineGuestOsIdentifierWindows2019srvNext_64Guest): "10.0.20348",
-	string(types.VirtualMachineGuestOsIdentifierWindows2022srvNext_64Guest): "10.0.26100",
+	"windows2019srv_64Guest":     "10.0.17763",
+	"windows2019srvNext_64Guest": "10.0.20348",
+	"windows2022srvNext_64Guest": "10.0.26100",
 }
 
 // check reads the VM's guestinfo as the node would and returns the Node it
@@ -340,9 +340,9 @@ func (g *Guests) check(vm *vspheresim.VM, extra map[string]string) (*corev1.Node
 		}
 	}
 	node.Name, node.Labels[corev1.LabelHostname] = name, name
-	build, ok := guestBuilds[vm.Config.GuestId]
+	build, ok := guestBuilds[vm.GuestID]
 	if !ok {
-		return nil, "", fmt.Errorf("guest OS %s: the simulation knows no Windows build for it", vm.Config.GuestId)
+		return nil, "", fmt.Errorf("guest OS %s: the simulation knows no Windows build for it", vm.GuestID)
 	}
 	if cfg.WindowsBuild != "" && !strings.HasPrefix(cfg.WindowsBuild+".", build+".") {
 		return nil, "", fmt.Errorf("the host runs Windows build %s but the configuration's windowsBuild is %s", build, cfg.WindowsBuild)
