@@ -196,7 +196,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, config *bootstrapv1.Wi
 			fmt.Sprintf("The bootstrap data is %d bytes, over the platforms' %d byte user-data limit: shrink spec.files and the commands, or fetch large files at boot", len(p.Script), payload.MaxSize))
 		return ctrl.Result{}, nil
 	}
+	return r.createDataSecret(ctx, config, cluster, in)
+}
 
+// createDataSecret creates the node's bootstrap token in the workload
+// cluster and writes the data Secret that carries it.
+func (r *Reconciler) createDataSecret(ctx context.Context, config *bootstrapv1.WindowsKubeadmConfig, cluster *clusterv1.Cluster, in payload.Input) (ctrl.Result, error) {
 	remote, err := r.ClusterCache.GetClient(ctx, util.ObjectKey(cluster))
 	if err != nil {
 		setDataSecretNotAvailable(config, bootstrapv1.WindowsKubeadmConfigWaitingForWorkloadClusterReason,
@@ -209,7 +214,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, config *bootstrapv1.Wi
 		return ctrl.Result{}, err
 	}
 	in.Token = token
-	if p, err = payload.Render(in); err != nil {
+	p, err := payload.Render(in)
+	if err != nil {
 		return r.invalid(config, err)
 	}
 	if err := r.writeDataSecret(ctx, config, cluster, p, tokenID(token)); err != nil {
