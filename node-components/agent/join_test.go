@@ -226,24 +226,11 @@ func snapshot(t *testing.T, n *node) nodeState {
 func TestPreflightRefusesAnotherBuild(t *testing.T) {
 	n := newNode(t, func(c *nodeconfig.Config) { c.WindowsBuild = "10.0.17763" })
 	err := n.join()
-	var pe *PhaseError
-	if !errors.As(err, &pe) || pe.Phase != PhasePreflight || pe.Retryable {
-		t.Fatalf("got %v, want a permanent preflight failure", err)
-	}
+	assertRefusedInPreflight(t, n, err)
 	for _, want := range []string{"10.0.20348", "10.0.17763"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name build %s: %v", want, err)
 		}
-	}
-	if ExitCode(err) != ExitFailed {
-		t.Errorf("exit code %d, want %d", ExitCode(err), ExitFailed)
-	}
-	p, _ := ReadProgress(n.host.FS())
-	if p == nil || p.State != ProgressFailed || p.Phase != PhasePreflight {
-		t.Errorf("progress: %+v", p)
-	}
-	if got := n.host.Events(); slices.ContainsFunc(got, func(e string) bool { return strings.HasPrefix(e, "start") || strings.HasPrefix(e, "create-network") }) {
-		t.Errorf("a refused node changed the host: %q", got)
 	}
 }
 

@@ -113,13 +113,7 @@ func init() {
 // Platform is the PlatformLabel value of the platform the spec is on
 // (PlatformVSphere or PlatformAzure), or "" when it names none.
 func (s *HybridClusterSpec) Platform() string {
-	switch {
-	case s.VSphere != nil:
-		return PlatformVSphere
-	case s.Azure != nil:
-		return PlatformAzure
-	}
-	return ""
+	return platformOf(s.VSphere != nil, s.Azure != nil)
 }
 
 // Identity is the identityRef of the spec's platform.

@@ -279,11 +279,5 @@ func init() {
 // Platform is the PlatformLabel value of the platform the spec is on
 // (PlatformVSphere or PlatformAzure), or "" when it names none.
 func (s *HybridMachineSpec) Platform() string {
-	switch {
-	case s.VSphere != nil:
-		return PlatformVSphere
-	case s.Azure != nil:
-		return PlatformAzure
-	}
-	return ""
+	return platformOf(s.VSphere != nil, s.Azure != nil)
 }

@@ -10,3 +10,15 @@ const (
 	// PlatformAzure is the PlatformLabel value of Azure machines.
 	PlatformAzure = "azure"
 )
+
+// platformOf is the PlatformLabel value of a spec with a vSphere or an
+// Azure section (vSphere when, wrongly, both are set), or "" with neither.
+func platformOf(vsphere, azure bool) string {
+	switch {
+	case vsphere:
+		return PlatformVSphere
+	case azure:
+		return PlatformAzure
+	}
+	return ""
+}
