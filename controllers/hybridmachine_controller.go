@@ -269,6 +269,11 @@ func (r *HybridMachineReconciler) readBootstrapData(ctx context.Context, s *mach
 func (r *HybridMachineReconciler) connect(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
 	p, err := r.Platforms.For(ctx, s.hc)
 	if err != nil {
+		if o := machineErrorOutcome(err); o.condition == nil && !errors.Is(err, platform.ErrSessionExpired) {
+			// Credentials that could not be read now (an API error, a bad
+			// selector) make the platform unavailable to the machine.
+			err = platform.WithRetryAfter(fmt.Errorf("%w: %w", platform.ErrUnavailable, err), platform.DefaultRetry)
+		}
 		return r.platformError(s, err)
 	}
 	s.platform = p
@@ -284,13 +289,14 @@ func (r *HybridMachineReconciler) ensureVM(ctx context.Context, s *machineScope)
 	}
 	s.state = st
 	s.hm.Status.Operation = st.Operation
-	setVMProvisioned(s.hm, vmProvisioned(st))
 	if !st.Operation.IsZero() {
+		setVMProvisioned(s.hm, vmProvisioned(st))
 		return ctrl.Result{RequeueAfter: operationPoll}, false, nil
 	}
 	if !st.Exists || st.ProviderID == "" {
 		return ctrl.Result{}, false, fmt.Errorf("the platform reported no VM and no operation for %s", s.hm.Name)
 	}
+	setVMProvisioned(s.hm, vmProvisioned(st))
 	s.hm.Spec.ProviderID = st.ProviderID
 	s.hm.Status.Addresses = machineAddresses(s.vm.ComputerName, st.Addresses)
 	s.hm.Status.Initialization.Provisioned = ptr.To(true)

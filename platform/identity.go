@@ -23,6 +23,10 @@ func IdentityAllows(ctx context.Context, c client.Reader, name, namespace string
 	}
 	ns := &corev1.Namespace{}
 	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Not the identity's NotFound, which callers look for.
+			return nil, false, fmt.Errorf("namespace %q does not exist", namespace)
+		}
 		return nil, false, fmt.Errorf("reading namespace %q: %w", namespace, err)
 	}
 	allowed, err := identity.Spec.AllowedNamespaces.Allows(ns)

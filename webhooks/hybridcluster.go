@@ -224,7 +224,7 @@ func (w *HybridCluster) validateIdentity(ctx context.Context, c *infrav1.HybridC
 		return admission.Warnings{fmt.Sprintf("HybridClusterIdentity %q does not exist yet; the HybridCluster waits for it", ref.Name)}, nil
 	}
 	if err != nil {
-		return nil, field.ErrorList{field.InternalError(path, fmt.Errorf("reading HybridClusterIdentity %q: %w", ref.Name, err))}
+		return nil, field.ErrorList{field.InternalError(path, fmt.Errorf("checking HybridClusterIdentity %q: %w", ref.Name, err))}
 	}
 	if !allowed {
 		return nil, field.ErrorList{field.Forbidden(path.Child("name"), fmt.Sprintf(
