@@ -136,8 +136,7 @@ func cluster(t testing.TB, v *vspheresim.VCenter, ns string, mutate func(*infrav
 	c := builder.Cluster(ns, "win1").Build()
 	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
 	secret := builder.CredentialsSecret(ns, "vc-creds", vspheresim.User, vspheresim.Password)
-	hc := builder.VSphereCluster(ns, "win1").WithServer(v.Host).WithDatacenter("DC0").WithInsecure().
-		WithIdentity(infrav1.SecretIdentity, "vc-creds").WithOwner(c).Build()
+	hc := builder.VSphereCluster(ns, "win1").WithServer(v.Host).WithInsecure().WithOwner(c).Build()
 	if mutate != nil {
 		mutate(hc, secret)
 	}
@@ -169,7 +168,7 @@ func machine(t testing.TB, ns, name, template string) {
 	g.Expect(env.Client.Create(ctx, builder.BootstrapDataSecret(ns, name+"-bootstrap", "powershell", "#ps1_sysnative\n$NodeConfig = 'e30='\n"))).To(Succeed())
 	m := builder.Machine(ns, name, "win1").WithBootstrapDataSecret(name + "-bootstrap").Build()
 	g.Expect(env.Client.Create(ctx, m)).To(Succeed())
-	hm := builder.WindowsVSphereMachine(ns, name).WithTemplate(template).WithResourcePool("/DC0/host/DC0_C0/Resources").WithOwner(m).Build()
+	hm := builder.WindowsVSphereMachine(ns, name).WithTemplate(template).WithOwner(m).Build()
 	g.Expect(env.Client.Create(ctx, hm)).To(Succeed())
 }
 

@@ -29,18 +29,6 @@ func Cluster(namespace, name string) *ClusterBuilder {
 	return &ClusterBuilder{namespace: namespace, name: name, infrastructure: name, pods: []string{"10.244.0.0/16"}}
 }
 
-// WithInfrastructure names its HybridCluster.
-func (b *ClusterBuilder) WithInfrastructure(name string) *ClusterBuilder {
-	b.infrastructure = name
-	return b
-}
-
-// WithPodCIDRs sets the cluster network's pod CIDR blocks.
-func (b *ClusterBuilder) WithPodCIDRs(cidrs ...string) *ClusterBuilder {
-	b.pods = cidrs
-	return b
-}
-
 // Build returns the Cluster.
 func (b *ClusterBuilder) Build() *clusterv1.Cluster {
 	return &clusterv1.Cluster{
@@ -75,28 +63,9 @@ func (b *HybridClusterBuilder) WithServer(server string) *HybridClusterBuilder {
 	return b
 }
 
-// WithDatacenter sets the datacenter.
-func (b *HybridClusterBuilder) WithDatacenter(datacenter string) *HybridClusterBuilder {
-	b.spec.Datacenter = datacenter
-	return b
-}
-
 // WithInsecure trusts the vCenter's certificate without checking it.
 func (b *HybridClusterBuilder) WithInsecure() *HybridClusterBuilder {
 	b.spec.Insecure = ptr.To(true)
-	return b
-}
-
-// WithThumbprint trusts the vCenter's certificate by its thumbprint.
-func (b *HybridClusterBuilder) WithThumbprint(thumbprint string) *HybridClusterBuilder {
-	b.spec.Thumbprint = thumbprint
-	return b
-}
-
-// WithIdentity sets the identity reference: a Secret of the namespace
-// (infrav1.SecretIdentity) or a HybridClusterIdentity.
-func (b *HybridClusterBuilder) WithIdentity(kind infrav1.IdentityKind, name string) *HybridClusterBuilder {
-	b.spec.IdentityRef = infrav1.IdentityReference{Kind: kind, Name: name}
 	return b
 }
 
@@ -148,12 +117,6 @@ func (b *MachineBuilder) WithBootstrapDataSecret(name string) *MachineBuilder {
 	return b
 }
 
-// WithInfrastructure names its HybridMachine.
-func (b *MachineBuilder) WithInfrastructure(name string) *MachineBuilder {
-	b.infrastructure = name
-	return b
-}
-
 // Build returns the Machine.
 func (b *MachineBuilder) Build() *clusterv1.Machine {
 	return &clusterv1.Machine{
@@ -202,12 +165,6 @@ func WindowsVSphereMachine(namespace, name string) *HybridMachineBuilder {
 // WithTemplate sets the VM template it is cloned from.
 func (b *HybridMachineBuilder) WithTemplate(template string) *HybridMachineBuilder {
 	b.spec.Template = template
-	return b
-}
-
-// WithResourcePool sets the resource pool of its VM.
-func (b *HybridMachineBuilder) WithResourcePool(pool string) *HybridMachineBuilder {
-	b.spec.ResourcePool = pool
 	return b
 }
 
