@@ -269,12 +269,7 @@ func (r *HybridMachineReconciler) readBootstrapData(ctx context.Context, s *mach
 func (r *HybridMachineReconciler) connect(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
 	p, err := r.Platforms.For(ctx, s.hc)
 	if err != nil {
-		if o := machineErrorOutcome(err); o.condition == nil && !errors.Is(err, platform.ErrSessionExpired) {
-			// Credentials that could not be read now (an API error, a bad
-			// selector) make the platform unavailable to the machine.
-			err = platform.WithRetryAfter(fmt.Errorf("%w: %w", platform.ErrUnavailable, err), platform.DefaultRetry)
-		}
-		return r.platformError(s, err)
+		return r.platformError(s, connectError(err))
 	}
 	s.platform = p
 	return ctrl.Result{}, true, nil

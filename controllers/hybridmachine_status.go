@@ -139,6 +139,17 @@ func machineErrorOutcome(err error) errorOutcome {
 	return errorOutcome{err: err}
 }
 
+// connectError is an error of finding the cluster's platform as the
+// machine sees it: credentials that could not be read now (an API error, a
+// bad namespace selector) make the platform unavailable to it, as a
+// platform that does not answer does.
+func connectError(err error) error {
+	if machineErrorOutcome(err).condition == nil {
+		return fmt.Errorf("%w: %w", platform.ErrUnavailable, err)
+	}
+	return err
+}
+
 // deleteErrorOutcome maps a platform error met while deleting a machine: a
 // failed power-off or delete is reported and retried with backoff.
 func deleteErrorOutcome(err error) errorOutcome {

@@ -92,6 +92,18 @@ func TestMachineErrorOutcome(t *testing.T) {
 	}
 }
 
+func TestConnectError(t *testing.T) {
+	unreadable := connectError(errors.New("reading Secret ns/vc-creds: etcdserver: request timed out"))
+	if o := machineErrorOutcome(unreadable); o.condition == nil || o.condition.Reason != infrav1.HybridMachinePlatformUnavailableReason ||
+		o.result.RequeueAfter != platform.DefaultRetry || o.err != nil {
+		t.Errorf("unreadable credentials: %+v", o)
+	}
+	refused := platform.NewError(platform.ErrAuthentication, "vCenter login failed")
+	if got := connectError(refused); got != refused {
+		t.Errorf("a classified error was rewrapped: %v", got)
+	}
+}
+
 func TestDeleting(t *testing.T) {
 	if c := deleting(infrav1.MachineOperation{}); c.Reason != infrav1.HybridMachineDeletingReason || c.Message != "" {
 		t.Errorf("no operation: %+v", c)
