@@ -61,7 +61,8 @@ type Agent struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// NodeTimeout bounds each wait for the kubelet: its TLS bootstrap and
-	// the Node's registration, flannel's network (10 minutes when zero).
+	// the Node's registration, flannel's network (DefaultNodeTimeout when
+	// zero).
 	NodeTimeout time.Duration
 	// PollInterval is how often waits look again (1 s when zero).
 	PollInterval time.Duration
@@ -80,11 +81,14 @@ func (a *Agent) now() time.Time {
 	return time.Now()
 }
 
+// DefaultNodeTimeout is Agent.NodeTimeout when it is not set.
+const DefaultNodeTimeout = 10 * time.Minute
+
 func (a *Agent) nodeTimeout() time.Duration {
 	if a.NodeTimeout > 0 {
 		return a.NodeTimeout
 	}
-	return 10 * time.Minute
+	return DefaultNodeTimeout
 }
 
 func (a *Agent) pollInterval() time.Duration {

@@ -114,8 +114,9 @@ func zipName(p string) string {
 	return strings.ReplaceAll(strings.Replace(p, ":", "", 1), `\`, "/")
 }
 
-// redactNodeConfig drops the token, file contents, commands' text and
-// proxy credentials from a node configuration.
+// redactNodeConfig drops the token, file contents, commands' text and the
+// credentials of proxy, registry mirror and download URLs from a node
+// configuration.
 func redactNodeConfig(data []byte) ([]byte, error) {
 	cfg, err := nodeconfig.Decode(bytes.NewReader(data))
 	if err != nil {
@@ -135,6 +136,11 @@ func redactNodeConfig(data []byte) ([]byte, error) {
 	if p := cfg.Proxy; p != nil {
 		p.HTTPProxy = nodeconfig.RedactURL(p.HTTPProxy)
 		p.HTTPSProxy = nodeconfig.RedactURL(p.HTTPSProxy)
+	}
+	for _, m := range cfg.Containerd.RegistryMirrors {
+		for i, e := range m.Endpoints {
+			m.Endpoints[i] = nodeconfig.RedactURL(e)
+		}
 	}
 	if cfg.Agent != nil {
 		cfg.Agent.URL = nodeconfig.RedactURL(cfg.Agent.URL)

@@ -20,6 +20,7 @@ func TestCollectLogsLeavesSecretsOut(t *testing.T) {
 	secrets := map[string]string{
 		"the token":          strings.Split(testToken, ".")[1],
 		"the proxy password": "pr0xy-s3cret",
+		"a mirror password":  "m1rror-s3cret",
 		"a file's content":   "file-s3cret",
 		"a file's base64":    "ZmlsZS1zM2NyZXQ=",
 		"a command":          "command-s3cret",
@@ -27,6 +28,7 @@ func TestCollectLogsLeavesSecretsOut(t *testing.T) {
 	}
 	n := newNode(t, func(c *nodeconfig.Config) {
 		c.Proxy = &nodeconfig.Proxy{HTTPProxy: "http://user:pr0xy-s3cret@proxy:3128"}
+		c.Containerd.RegistryMirrors = []nodeconfig.RegistryMirror{{Registry: "docker.io", Endpoints: []string{"https://user:m1rror-s3cret@mirror.example.com"}}}
 		c.Files = []nodeconfig.File{{Path: `C:\etc\secret.txt`, Content: "ZmlsZS1zM2NyZXQ="}} // file-s3cret
 		c.PreJoinCommands = []string{"Set-Secret command-s3cret"}
 	})

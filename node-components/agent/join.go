@@ -30,8 +30,8 @@ const (
 	PhaseComplete         = "complete"
 )
 
-// joinPhase is one step of the join. run returns a message for the record
-// and the time it spent waiting on things outside the host.
+// joinPhase is one step of the join. run returns a message for the record;
+// the time it spends waiting outside the host goes to join.waited.
 type joinPhase struct {
 	name string
 	run  func(j *join, ctx context.Context) (message string, err error)
@@ -295,7 +295,8 @@ func removeToken(fsys host.FS, configPath string) error {
 	if err != nil || cfg.Join.Token == "" {
 		return nil
 	}
-	scrubbed, err := scrubToken(data)
+	cfg.Join.Token = ""
+	scrubbed, err := marshalIndent(cfg)
 	if err == nil {
 		err = fsys.WriteFile(configPath, scrubbed, true)
 	}
@@ -303,14 +304,4 @@ func removeToken(fsys host.FS, configPath string) error {
 		return fmt.Errorf("removing the token from %s: %w", configPath, err)
 	}
 	return nil
-}
-
-// scrubToken rewrites the node configuration without its bootstrap token.
-func scrubToken(data []byte) ([]byte, error) {
-	cfg, err := nodeconfig.Decode(bytes.NewReader(data))
-	if err != nil {
-		return nil, err
-	}
-	cfg.Join.Token = ""
-	return marshalIndent(cfg)
 }

@@ -22,7 +22,7 @@ func (a *Agent) lock() (func(), error) {
 	if err := fsys.MkdirAll(layout.StateDir); err != nil {
 		return nil, err
 	}
-	p, err := fsys.OSPath(layout.StateDir + `\agent.lock`)
+	p, err := fsys.OSPath(layout.AgentLock)
 	if err != nil {
 		return nil, err
 	}

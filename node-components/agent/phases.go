@@ -154,8 +154,9 @@ func sameBuild(a, b string) bool {
 
 func (j *join) environment(ctx context.Context) (string, error) {
 	env := j.Host.Environment()
+	proxy := render.ProxyEnvironment(j.cfg)
 	want := map[string]string{}
-	for _, kv := range render.ProxyEnvironment(j.cfg) {
+	for _, kv := range proxy {
 		k, v, _ := strings.Cut(kv, "=")
 		want[k] = v
 	}
@@ -173,7 +174,7 @@ func (j *join) environment(ctx context.Context) (string, error) {
 		return "no HTTP proxy configured", nil
 	}
 	var set []string
-	for _, kv := range render.ProxyEnvironment(j.cfg) {
+	for _, kv := range proxy {
 		name, value, _ := strings.Cut(kv, "=")
 		if err := env.Set(ctx, name, value); err != nil {
 			return "", fmt.Errorf("setting the machine environment variable %s: %w", name, err)

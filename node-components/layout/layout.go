@@ -1,7 +1,7 @@
 // Package layout names the files and directories of a capwin Windows node:
 // where the bundle is installed, where each component's configuration,
-// state and logs live. The agent, the renderers, the image definitions and
-// the docs all read these names from here.
+// state and logs live. The agent and the renderers read these names from
+// here, and docs/node-agent.md repeats them.
 package layout
 
 // Directories.
@@ -52,6 +52,8 @@ const (
 	JoinState  = StateDir + `\join-state.json`
 	Status     = StateDir + `\status.json`
 	AgentLog   = StateDir + `\agent.log`
+	// AgentLock is the lock one join, install or reset holds at a time.
+	AgentLock = StateDir + `\agent.lock`
 	// CommandsLog holds the output of the pre- and post-join commands. It
 	// may hold anything, so collect-logs leaves it out.
 	CommandsLog         = StateDir + `\commands.log`

@@ -27,7 +27,7 @@ type PauseImagePin struct {
 const pauseImage = "registry.k8s.io/pause:3.10.2"
 
 // PauseImages are the pinned pause images, one per supported Windows Server
-// release. Image definitions and the docs read this table.
+// release.
 var PauseImages = []PauseImagePin{
 	{Release: "ltsc2019", Build: "10.0.17763", Image: pauseImage},
 	{Release: "ltsc2022", Build: "10.0.20348", Image: pauseImage},

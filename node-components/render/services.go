@@ -209,7 +209,16 @@ func service(name, display, description string, command []string, deps ...string
 // csi-proxy when enabled, the kubelet, and flanneld with flannel.
 // kube-proxy, which needs the source VIP, comes from KubeProxyService.
 func Services(cfg *nodeconfig.Config, iface host.Interface) []host.ServiceSpec {
-	svcs := servicesWithoutProxy(cfg, iface)
+	svcs := []host.ServiceSpec{containerdService()}
+	kubeletDeps := []string{layout.ServiceContainerd}
+	if cfg.CSIProxy {
+		svcs = append(svcs, csiProxyService())
+		kubeletDeps = append(kubeletDeps, layout.ServiceCSIProxy)
+	}
+	svcs = append(svcs, kubeletService(cfg, iface, kubeletDeps))
+	if cfg.Network.CNI == "flannel" {
+		svcs = append(svcs, flanneldService(cfg, iface))
+	}
 	for i := range svcs {
 		svcs[i].Environment = append(svcs[i].Environment, ProxyEnvironment(cfg)...)
 	}
@@ -232,20 +241,6 @@ func ProxyEnvironment(cfg *nodeconfig.Config) []string {
 		}
 	}
 	return env
-}
-
-func servicesWithoutProxy(cfg *nodeconfig.Config, iface host.Interface) []host.ServiceSpec {
-	svcs := []host.ServiceSpec{containerdService()}
-	kubeletDeps := []string{layout.ServiceContainerd}
-	if cfg.CSIProxy {
-		svcs = append(svcs, csiProxyService())
-		kubeletDeps = append(kubeletDeps, layout.ServiceCSIProxy)
-	}
-	svcs = append(svcs, kubeletService(cfg, iface, kubeletDeps))
-	if cfg.Network.CNI == "flannel" {
-		svcs = append(svcs, flanneldService(cfg, iface))
-	}
-	return svcs
 }
 
 // containerdService runs containerd as its own Windows service: with

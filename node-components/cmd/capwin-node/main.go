@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"time"
 
 	"github.com/capwin/capwin/node-components/agent"
 	"github.com/capwin/capwin/node-components/host"
@@ -68,7 +67,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	bundlePath := fs.String("bundle", "", "install: the node bundle (a directory or a .zip)")
 	hyperv := fs.Bool("hyperv", false, "install: require the Hyper-V feature (for Hyper-V isolation)")
 	output := fs.String("o", "", "status: text or json; collect-logs: the zip to write")
-	timeout := fs.Duration("node-timeout", 10*time.Minute, "join: how long to wait for the kubelet and the pod network")
+	timeout := fs.Duration("node-timeout", agent.DefaultNodeTimeout, "join: how long to wait for the kubelet and the pod network")
 	if err := fs.Parse(args); err != nil {
 		return agent.ExitUsage
 	}
