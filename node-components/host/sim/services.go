@@ -17,7 +17,6 @@ var (
 	ErrDependencyFailed     = errors.New("a dependency service failed to start (ERROR_SERVICE_DEPENDENCY_FAIL)")
 	ErrDependentsRunning    = errors.New("a stop control has been sent to a service that other running services depend on (ERROR_DEPENDENT_SERVICES_RUNNING)")
 	ErrExecutableNotFound   = errors.New("the system cannot find the file specified (ERROR_FILE_NOT_FOUND)")
-	ErrMarkedForDeletion    = errors.New("the specified service has been marked for deletion (ERROR_SERVICE_MARKED_FOR_DELETE)")
 	ErrCircularDependencies = errors.New("circular service dependency was specified (ERROR_CIRCULAR_DEPENDENCY)")
 )
 
@@ -30,7 +29,7 @@ func (s services) Get(_ context.Context, name string) (host.ServiceSpec, host.Se
 	s.h.mu.Lock()
 	defer s.h.mu.Unlock()
 	svc, ok := s.h.services[key(name)]
-	if !ok || svc.deleted {
+	if !ok {
 		return host.ServiceSpec{}, "", fmt.Errorf("service %s: %w", name, host.ErrNotExist)
 	}
 	return clone(svc.spec), svc.state, nil
@@ -45,15 +44,12 @@ func clone(spec host.ServiceSpec) host.ServiceSpec {
 }
 
 func (s services) Create(_ context.Context, spec host.ServiceSpec) error {
-	if err := check(spec); err != nil {
+	if err := check("creating", spec); err != nil {
 		return err
 	}
 	s.h.mu.Lock()
 	defer s.h.mu.Unlock()
-	if svc, ok := s.h.services[key(spec.Name)]; ok {
-		if svc.deleted {
-			return fmt.Errorf("creating service %s: %w", spec.Name, ErrMarkedForDeletion)
-		}
+	if _, ok := s.h.services[key(spec.Name)]; ok {
 		return fmt.Errorf("creating service %s: %w", spec.Name, ErrServiceExists)
 	}
 	s.h.services[key(spec.Name)] = &service{spec: clone(spec), state: host.ServiceStopped}
@@ -65,35 +61,23 @@ func (s services) Create(_ context.Context, spec host.ServiceSpec) error {
 	return nil
 }
 
-func check(spec host.ServiceSpec) error {
-	if spec.Name == "" || strings.ContainsAny(spec.Name, `/\`) {
-		return fmt.Errorf("%q is not a service name", spec.Name)
-	}
-	if len(spec.Command) == 0 {
-		return fmt.Errorf("service %s has no command", spec.Name)
-	}
-	switch spec.StartType {
-	case host.StartAutomatic, host.StartManual, host.StartDisabled:
-	default:
-		return fmt.Errorf("service %s: start type %q", spec.Name, spec.StartType)
-	}
-	// The service manager keeps one command line: what it runs is what
-	// that line splits into.
-	if got := host.SplitCommandLine(host.CommandLine(spec.Command)); !slices.Equal(got, spec.Command) {
-		// The values are not echoed: they may hold anything.
-		return fmt.Errorf("service %s: its command line does not split back into its %d arguments", spec.Name, len(spec.Command))
+// check refuses what the service manager (or host/windows, before it
+// calls it) would refuse.
+func check(op string, spec host.ServiceSpec) error {
+	if err := host.CheckServiceSpec(spec); err != nil {
+		return fmt.Errorf("%s service %s: %w", op, spec.Name, err)
 	}
 	return nil
 }
 
 func (s services) Update(_ context.Context, spec host.ServiceSpec) error {
-	if err := check(spec); err != nil {
+	if err := check("updating", spec); err != nil {
 		return err
 	}
 	s.h.mu.Lock()
 	defer s.h.mu.Unlock()
 	svc, ok := s.h.services[key(spec.Name)]
-	if !ok || svc.deleted {
+	if !ok {
 		return fmt.Errorf("updating service %s: %w", spec.Name, host.ErrNotExist)
 	}
 	old := svc.spec
@@ -132,7 +116,7 @@ func (s services) Delete(_ context.Context, name string) error {
 	s.h.mu.Lock()
 	defer s.h.mu.Unlock()
 	svc, ok := s.h.services[key(name)]
-	if !ok || svc.deleted {
+	if !ok {
 		return nil
 	}
 	if svc.state == host.ServiceRunning {
@@ -153,7 +137,7 @@ func (s services) Start(ctx context.Context, name string) error {
 func (h *Host) start(ctx context.Context, name string, visiting map[string]bool) error {
 	h.mu.Lock()
 	svc, ok := h.services[key(name)]
-	if !ok || svc.deleted {
+	if !ok {
 		h.mu.Unlock()
 		return fmt.Errorf("starting service %s: %w", name, host.ErrNotExist)
 	}
@@ -229,7 +213,7 @@ func executables(cmd []string) []string {
 func (s services) Stop(_ context.Context, name string) error {
 	s.h.mu.Lock()
 	defer s.h.mu.Unlock()
-	if svc, ok := s.h.services[key(name)]; !ok || svc.deleted {
+	if _, ok := s.h.services[key(name)]; !ok {
 		return fmt.Errorf("stopping service %s: %w", name, host.ErrNotExist)
 	}
 	return s.h.stop(name)

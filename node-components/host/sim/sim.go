@@ -64,7 +64,6 @@ type service struct {
 	// the registration reaches a running service only when it restarts.
 	running host.ServiceSpec
 	starts  int
-	deleted bool
 }
 
 // Behaviour is what a simulated service's process does when it starts: it
@@ -258,6 +257,9 @@ type environment struct{ h *Host }
 
 // Windows environment variable names are case-insensitive.
 func (e environment) Get(_ context.Context, name string) (string, bool, error) {
+	if err := host.CheckEnvironmentName(name); err != nil {
+		return "", false, fmt.Errorf("reading machine environment variable: %w", err)
+	}
 	e.h.mu.Lock()
 	defer e.h.mu.Unlock()
 	v, ok := e.h.env[strings.ToUpper(name)]
@@ -265,8 +267,11 @@ func (e environment) Get(_ context.Context, name string) (string, bool, error) {
 }
 
 func (e environment) Set(_ context.Context, name, value string) error {
-	if name == "" || strings.ContainsAny(name, "=\x00") {
-		return fmt.Errorf("%q is not an environment variable name", name)
+	if err := host.CheckEnvironmentName(name); err != nil {
+		return fmt.Errorf("setting machine environment variable: %w", err)
+	}
+	if strings.ContainsRune(value, 0) {
+		return fmt.Errorf("setting machine environment variable %s: the value contains a NUL", name)
 	}
 	e.h.mu.Lock()
 	defer e.h.mu.Unlock()
@@ -275,6 +280,9 @@ func (e environment) Set(_ context.Context, name, value string) error {
 }
 
 func (e environment) Unset(_ context.Context, name string) error {
+	if err := host.CheckEnvironmentName(name); err != nil {
+		return fmt.Errorf("removing machine environment variable: %w", err)
+	}
 	e.h.mu.Lock()
 	defer e.h.mu.Unlock()
 	delete(e.h.env, strings.ToUpper(name))
@@ -308,24 +316,11 @@ func (n hns) Networks(context.Context) ([]host.Network, error) {
 func (n hns) CreateNetwork(_ context.Context, nw host.Network) (host.Network, error) {
 	n.h.mu.Lock()
 	defer n.h.mu.Unlock()
-	switch nw.Type {
-	case host.Overlay:
-		if nw.VSID == 0 {
-			return host.Network{}, fmt.Errorf("creating HNS network %q: an overlay subnet needs a VSID", nw.Name)
-		}
-	case host.L2Bridge:
-	default:
-		return host.Network{}, fmt.Errorf("creating HNS network %q: unsupported type %q", nw.Name, nw.Type)
+	if _, _, err := host.CheckNetwork(nw); err != nil {
+		return host.Network{}, fmt.Errorf("creating HNS network %s: %w", nw.Name, err)
 	}
 	if nw.AdapterName != "" && !strings.EqualFold(nw.AdapterName, n.h.iface.Name) {
 		return host.Network{}, fmt.Errorf("creating HNS network %q: no network adapter named %q", nw.Name, nw.AdapterName)
-	}
-	p, err := netip.ParsePrefix(nw.AddressPrefix)
-	if err != nil {
-		return host.Network{}, fmt.Errorf("creating HNS network %q: address prefix %q: %w", nw.Name, nw.AddressPrefix, err)
-	}
-	if gw, err := netip.ParseAddr(nw.Gateway); err != nil || !p.Contains(gw) {
-		return host.Network{}, fmt.Errorf("creating HNS network %q: gateway %q is not in %s", nw.Name, nw.Gateway, p)
 	}
 	// HNS accepts two networks of one name; the agent must not make one.
 	nw.ID = n.h.id()

@@ -37,6 +37,15 @@ func TestServiceManagerRules(t *testing.T) {
 	if err := s.Create(ctx, spec("BASE")); !errors.Is(err, ErrServiceExists) {
 		t.Errorf("a second service of the same name (case aside): %v", err)
 	}
+	// The checks host/windows makes before it calls the service manager.
+	relative := spec("relative")
+	relative.Command = []string{`a.exe`}
+	if err := s.Create(ctx, relative); err == nil {
+		t.Error("a service with a relative executable was accepted")
+	}
+	if err := h.Environment().Set(ctx, "A=B", "x"); err == nil {
+		t.Error("an environment variable name with = was accepted")
+	}
 	if err := s.Create(ctx, spec("top", "base")); err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +116,10 @@ func TestHNSRules(t *testing.T) {
 	n := h.HNS()
 	if _, err := n.CreateNetwork(ctx, host.Network{Name: "x", Type: host.Overlay, AddressPrefix: "10.0.1.0/24", Gateway: "10.0.1.1"}); err == nil {
 		t.Error("an overlay network without a VSID was accepted")
+	}
+	// The checks host/windows makes before it calls HNS.
+	if _, err := n.CreateNetwork(ctx, host.Network{Name: "x", Type: host.Overlay, VSID: 4095, AddressPrefix: "10.0.1.0/24", Gateway: "10.0.1.1"}); err == nil {
+		t.Error("an overlay network with a reserved VSID was accepted")
 	}
 	if _, err := n.CreateNetwork(ctx, host.Network{Name: "x", Type: host.L2Bridge, AdapterName: "Ethernet9", AddressPrefix: "10.0.1.0/24", Gateway: "10.0.1.1"}); err == nil {
 		t.Error("a network on a missing adapter was accepted")

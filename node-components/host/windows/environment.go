@@ -27,7 +27,7 @@ var _ host.Environment = environment{}
 // Get returns a variable's value as the registry holds it: a REG_EXPAND_SZ
 // value (Path, TEMP) comes back unexpanded, %SystemRoot% and all.
 func (environment) Get(_ context.Context, name string) (string, bool, error) {
-	if err := checkEnvironmentName(name); err != nil {
+	if err := host.CheckEnvironmentName(name); err != nil {
 		return "", false, fmt.Errorf("reading machine environment variable: %w", err)
 	}
 	k, err := registry.OpenKey(registry.LOCAL_MACHINE, machineEnvironmentKey, registry.QUERY_VALUE)
@@ -51,7 +51,7 @@ func (environment) Get(_ context.Context, name string) (string, bool, error) {
 // which stays so: rewriting Path as REG_SZ would leave every %SystemRoot% in
 // it unexpanded and break the machine.
 func (environment) Set(_ context.Context, name, value string) error {
-	if err := checkEnvironmentName(name); err != nil {
+	if err := host.CheckEnvironmentName(name); err != nil {
 		return fmt.Errorf("setting machine environment variable: %w", err)
 	}
 	if strings.ContainsRune(value, 0) {
@@ -80,7 +80,7 @@ func (environment) Set(_ context.Context, name, value string) error {
 
 // Unset removes a variable; a missing one is fine.
 func (environment) Unset(_ context.Context, name string) error {
-	if err := checkEnvironmentName(name); err != nil {
+	if err := host.CheckEnvironmentName(name); err != nil {
 		return fmt.Errorf("removing machine environment variable: %w", err)
 	}
 	k, err := registry.OpenKey(registry.LOCAL_MACHINE, machineEnvironmentKey, registry.SET_VALUE)

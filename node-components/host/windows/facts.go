@@ -96,14 +96,21 @@ func (facts) Feature(_ context.Context, name string) (bool, error) {
 	return ok, nil
 }
 
-// serviceExists reports whether a service is registered, with the least
-// access there is.
+// serviceExists reports whether a service is registered.
 func serviceExists(name string) (bool, error) {
 	scm, err := windows.OpenSCManager(nil, nil, windows.SC_MANAGER_CONNECT)
 	if err != nil {
 		return false, fmt.Errorf("connecting to the service control manager: %w", err)
 	}
 	defer windows.CloseServiceHandle(scm) //nolint:errcheck // nothing to do about it
+	return serviceRegistered(scm, name)
+}
+
+// serviceRegistered reports whether the service manager scm has a service
+// name. It opens the service with the least access there is and closes it
+// at once: the handle must not itself keep a service marked for deletion
+// registered.
+func serviceRegistered(scm windows.Handle, name string) (bool, error) {
 	name16, err := windows.UTF16PtrFromString(name)
 	if err != nil {
 		return false, err

@@ -76,17 +76,8 @@ func (hns) CreateNetwork(ctx context.Context, n host.Network) (host.Network, err
 
 // DeleteNetwork deletes a network; a missing one is host.ErrNotExist.
 func (hns) DeleteNetwork(_ context.Context, id string) error {
-	if !isGUID(id) {
-		return fmt.Errorf("deleting HNS network %q: not an HNS id: %w", id, host.ErrNotExist)
-	}
-	err := (&hcn.HostComputeNetwork{Id: id}).Delete()
-	if err == nil {
-		return nil
-	}
-	if isNotFound(err) || !exists(hcn.ListNetworks, func(n hcn.HostComputeNetwork) string { return n.Id }, id) {
-		return fmt.Errorf("deleting HNS network %s: %w", id, host.ErrNotExist)
-	}
-	return fmt.Errorf("deleting HNS network %s: %w", id, err)
+	return deleteObject("network", id, (&hcn.HostComputeNetwork{Id: id}).Delete,
+		hcn.ListNetworks, func(n hcn.HostComputeNetwork) string { return n.Id })
 }
 
 // Endpoints lists the HNS endpoints of all networks.
@@ -104,17 +95,25 @@ func (hns) Endpoints(context.Context) ([]host.Endpoint, error) {
 
 // DeleteEndpoint deletes an endpoint; a missing one is host.ErrNotExist.
 func (hns) DeleteEndpoint(_ context.Context, id string) error {
+	return deleteObject("endpoint", id, (&hcn.HostComputeEndpoint{Id: id}).Delete,
+		hcn.ListEndpoints, func(e hcn.HostComputeEndpoint) string { return e.Id })
+}
+
+// deleteObject deletes the HNS object id of a kind (network, endpoint) with
+// del; a missing one is host.ErrNotExist. hcn's errors for a missing object
+// vary, so when del fails the objects are listed to tell.
+func deleteObject[T any](kind, id string, del func() error, list func() ([]T, error), idOf func(T) string) error {
 	if !isGUID(id) {
-		return fmt.Errorf("deleting HNS endpoint %q: not an HNS id: %w", id, host.ErrNotExist)
+		return fmt.Errorf("deleting HNS %s %q: not an HNS id: %w", kind, id, host.ErrNotExist)
 	}
-	err := (&hcn.HostComputeEndpoint{Id: id}).Delete()
+	err := del()
 	if err == nil {
 		return nil
 	}
-	if isNotFound(err) || !exists(hcn.ListEndpoints, func(e hcn.HostComputeEndpoint) string { return e.Id }, id) {
-		return fmt.Errorf("deleting HNS endpoint %s: %w", id, host.ErrNotExist)
+	if isNotFound(err) || !exists(list, idOf, id) {
+		return fmt.Errorf("deleting HNS %s %s: %w", kind, id, host.ErrNotExist)
 	}
-	return fmt.Errorf("deleting HNS endpoint %s: %w", id, err)
+	return fmt.Errorf("deleting HNS %s %s: %w", kind, id, err)
 }
 
 // isNotFound reports whether an hcn error says the object does not exist.
@@ -158,7 +157,7 @@ func exists[T any](list func() ([]T, error), idOf func(T) string, id string) boo
 // the adapter is named (HNS picks one otherwise). ID and ManagementIP are
 // HNS's to fill in and are not sent.
 func networkToHCN(n host.Network) (*hcn.HostComputeNetwork, error) {
-	prefix, gateway, err := checkNetwork(n)
+	prefix, gateway, err := host.CheckNetwork(n)
 	if err != nil {
 		return nil, err
 	}

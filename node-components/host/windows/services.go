@@ -79,7 +79,7 @@ func withService(name string, f func(s *mgr.Service) error) error {
 
 // Get reads a service's registration and state.
 func (services) Get(_ context.Context, name string) (host.ServiceSpec, host.ServiceState, error) {
-	if err := checkServiceName(name); err != nil {
+	if err := host.CheckServiceName(name); err != nil {
 		return host.ServiceSpec{}, "", fmt.Errorf("reading service %s: %w", name, err)
 	}
 	var spec host.ServiceSpec
@@ -156,7 +156,7 @@ func startType(t uint32) host.StartType {
 	return host.StartType(fmt.Sprintf("StartType(%d)", t))
 }
 
-// scStartType is the service manager's start type for one checkServiceSpec
+// scStartType is the service manager's start type for one host.CheckServiceSpec
 // accepted.
 func scStartType(t host.StartType) uint32 {
 	switch t {
@@ -300,7 +300,7 @@ func newServiceConfig(spec host.ServiceSpec) (serviceConfig, error) {
 // Create registers a new service. If configuring it fails after the service
 // manager created it, it is deleted again, so that Create can be retried.
 func (services) Create(_ context.Context, spec host.ServiceSpec) error {
-	if err := checkServiceSpec(spec); err != nil {
+	if err := host.CheckServiceSpec(spec); err != nil {
 		return fmt.Errorf("creating service %s: %w", spec.Name, err)
 	}
 	c, err := newServiceConfig(spec)
@@ -333,7 +333,7 @@ func (services) Create(_ context.Context, spec host.ServiceSpec) error {
 // service keeps running as it was: the service manager applies the new
 // registration the next time it starts the service.
 func (services) Update(_ context.Context, spec host.ServiceSpec) error {
-	if err := checkServiceSpec(spec); err != nil {
+	if err := host.CheckServiceSpec(spec); err != nil {
 		return fmt.Errorf("updating service %s: %w", spec.Name, err)
 	}
 	c, err := newServiceConfig(spec)
@@ -386,7 +386,7 @@ func configureService(s *mgr.Service, spec host.ServiceSpec) error {
 // has removed it, which it does once no process holds the service open any
 // more; a missing service is not an error.
 func (services) Delete(ctx context.Context, name string) error {
-	if err := checkServiceName(name); err != nil {
+	if err := host.CheckServiceName(name); err != nil {
 		return fmt.Errorf("deleting service %s: %w", name, err)
 	}
 	m, err := connectSCM()
@@ -422,24 +422,14 @@ func (services) Delete(ctx context.Context, name string) error {
 // waitGone waits until a service marked for deletion is gone, so that a
 // Create right after Delete does not fail with "marked for deletion".
 func waitGone(ctx context.Context, m *mgr.Mgr, name string) error {
-	name16, err := windows.UTF16PtrFromString(name)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, deleteWait)
 	defer cancel()
-	err = poll(ctx, func() (bool, error) {
-		// The least access there is, and closed at once: the handle must
-		// not itself keep the service registered.
-		h, err := windows.OpenService(m.Handle, name16, windows.SERVICE_QUERY_STATUS)
-		if errors.Is(err, windows.ERROR_SERVICE_DOES_NOT_EXIST) {
-			return true, nil
-		}
+	err := poll(ctx, func() (bool, error) {
+		registered, err := serviceRegistered(m.Handle, name)
 		if err != nil {
 			return false, fmt.Errorf("checking whether service %s is gone: %w", name, err)
 		}
-		windows.CloseServiceHandle(h) //nolint:errcheck // nothing to do about it
-		return false, nil
+		return !registered, nil
 	})
 	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 		return fmt.Errorf("service %s is marked for deletion but still registered: a process (the Services console, sc.exe, a monitoring agent) holds it open: %w", name, err)
@@ -451,7 +441,7 @@ func waitGone(ctx context.Context, m *mgr.Mgr, name string) error {
 // instead is an error naming its exit code: the service host's log has the
 // reason.
 func (services) Start(ctx context.Context, name string) error {
-	if err := checkServiceName(name); err != nil {
+	if err := host.CheckServiceName(name); err != nil {
 		return fmt.Errorf("starting service %s: %w", name, err)
 	}
 	return withService(name, func(s *mgr.Service) error { return startService(ctx, s, name) })
@@ -516,7 +506,7 @@ func exitError(st svc.Status) error {
 // fine. The service manager refuses to stop a service other running services
 // depend on: the error names them.
 func (services) Stop(ctx context.Context, name string) error {
-	if err := checkServiceName(name); err != nil {
+	if err := host.CheckServiceName(name); err != nil {
 		return fmt.Errorf("stopping service %s: %w", name, err)
 	}
 	return withService(name, func(s *mgr.Service) error { return stopService(ctx, s) })
