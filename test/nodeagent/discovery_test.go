@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 
+	"github.com/capwin/capwin/bootstrap/payload"
 	"github.com/capwin/capwin/node-components/discovery"
 	"github.com/capwin/capwin/node-components/nodeconfig"
 )
@@ -346,7 +347,7 @@ func newCA(g Gomega, name string) []byte {
 }
 
 func caHashOf(g Gomega, ca []byte) string {
-	h, err := caHash(ca)
+	h, err := payload.CACertHash(ca)
 	g.Expect(err).NotTo(HaveOccurred())
 	return h
 }

@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -187,21 +188,33 @@ func (n *windowsNode) tlsBootstrap(ctx context.Context, fsys host.FS, bootstrap 
 	if err != nil {
 		return err
 	}
-	if err := fsys.WriteFile(layout.KubeletClientCert, append(append([]byte{}, user.CertData...), user.KeyData...), true); err != nil {
+	if err := fsys.WriteFile(layout.KubeletClientCert, certAndKey(user), true); err != nil {
 		return err
 	}
-	kubeconfig, err := clientcmd.Write(clientcmdapi.Config{
-		Clusters: map[string]*clientcmdapi.Cluster{"default-cluster": {Server: rc.Host, CertificateAuthority: layout.CACert}},
+	kubeconfig, err := kubeletKubeconfig(rc.Host)
+	if err != nil {
+		return err
+	}
+	return fsys.WriteFile(layout.KubeletKubeconfig, kubeconfig, true)
+}
+
+// certAndKey is a client certificate and its key in one PEM, as the kubelet
+// keeps them (kubelet-client-current.pem).
+func certAndKey(user *rest.Config) []byte {
+	return append(append([]byte{}, user.CertData...), user.KeyData...)
+}
+
+// kubeletKubeconfig is kubelet.conf as the kubelet writes it after its TLS
+// bootstrap: server, and the CA and client certificate by their Windows paths.
+func kubeletKubeconfig(server string) ([]byte, error) {
+	return clientcmd.Write(clientcmdapi.Config{
+		Clusters: map[string]*clientcmdapi.Cluster{"default-cluster": {Server: server, CertificateAuthority: layout.CACert}},
 		AuthInfos: map[string]*clientcmdapi.AuthInfo{"default-auth": {
 			ClientCertificate: layout.KubeletClientCert, ClientKey: layout.KubeletClientCert,
 		}},
 		Contexts:       map[string]*clientcmdapi.Context{"default-context": {Cluster: "default-cluster", AuthInfo: "default-auth"}},
 		CurrentContext: "default-context",
 	})
-	if err != nil {
-		return err
-	}
-	return fsys.WriteFile(layout.KubeletKubeconfig, kubeconfig, true)
 }
 
 // flagValues reads --name=value flags from a service's command.
@@ -303,7 +316,7 @@ func TestJoinWithAnExpiredToken(t *testing.T) {
 
 func assertSecretNotOnDisk(t *testing.T, root, secret string) {
 	t.Helper()
-	_ = filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
 		if err != nil || fi.IsDir() {
 			return err
 		}
@@ -316,4 +329,7 @@ func assertSecretNotOnDisk(t *testing.T, root, secret string) {
 		}
 		return nil
 	})
+	if err != nil {
+		t.Fatalf("looking for the token's secret under %s: %v", root, err)
+	}
 }

@@ -4,11 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +27,7 @@ import (
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capwin/capwin/bootstrap/payload"
 	"github.com/capwin/capwin/node-components/nodeconfig"
 	"github.com/capwin/capwin/test/envtest"
 )
@@ -202,7 +199,9 @@ func newKubeadmCluster(ctx context.Context, env *envtest.Environment, kubeletCon
 	if u.Host == "" {
 		return nil, fmt.Errorf("envtest's API server URL %q has no host", env.Config.Host)
 	}
-	hash, err := caHash(env.Config.CAData)
+	// The bootstrap provider's pin, computed apart from
+	// node-components/discovery: the tests check that the two agree.
+	hash, err := payload.CACertHash(env.Config.CAData)
 	if err != nil {
 		return nil, fmt.Errorf("envtest's serving CA: %w", err)
 	}
@@ -242,22 +241,6 @@ func newKubeadmCluster(ctx context.Context, env *envtest.Environment, kubeletCon
 
 // Stop stops the API server.
 func (c *KubeadmCluster) Stop() error { return c.Env.Stop() }
-
-// caHash is kubeadm's pin of the first certificate of a PEM bundle. It is
-// written here rather than taken from node-components/discovery, so the
-// tests check discovery's computation against another.
-func caHash(bundle []byte) (string, error) {
-	block, _ := pem.Decode(bundle)
-	if block == nil {
-		return "", errors.New("no PEM block")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
-}
 
 // kubeadmRBAC is what kubeadm init grants anonymous users, join tokens and
 // nodes (phases/bootstraptoken/clusterinfo, phases/bootstraptoken/node,

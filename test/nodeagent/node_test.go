@@ -13,8 +13,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/capwin/capwin/node-components/discovery"
 	"github.com/capwin/capwin/node-components/layout"
@@ -34,18 +32,10 @@ func kubeletFiles(t *testing.T, nodeName string) (kubeconfig []byte, readFile fu
 		layout.KubeletClientCert: filepath.Join(dir, "kubelet-client-current.pem"),
 		layout.CACert:            filepath.Join(dir, "ca.crt"),
 	}
-	g.Expect(os.WriteFile(local[layout.KubeletClientCert], append(append([]byte{}, user.CertData...), user.KeyData...), 0o600)).To(Succeed())
+	g.Expect(os.WriteFile(local[layout.KubeletClientCert], certAndKey(user), 0o600)).To(Succeed())
 	g.Expect(os.WriteFile(local[layout.CACert], cluster.CA, 0o600)).To(Succeed())
 
-	kubeconfig, err = clientcmd.Write(clientcmdapi.Config{
-		Clusters: map[string]*clientcmdapi.Cluster{"default-cluster": {Server: cluster.Server, CertificateAuthority: layout.CACert}},
-		AuthInfos: map[string]*clientcmdapi.AuthInfo{"default-auth": {
-			ClientCertificate: layout.KubeletClientCert,
-			ClientKey:         layout.KubeletClientCert,
-		}},
-		Contexts:       map[string]*clientcmdapi.Context{"default-context": {Cluster: "default-cluster", AuthInfo: "default-auth"}},
-		CurrentContext: "default-context",
-	})
+	kubeconfig, err = kubeletKubeconfig(cluster.Server)
 	g.Expect(err).NotTo(HaveOccurred())
 	reads = &atomic.Int32{}
 	readFile = func(p string) ([]byte, error) {
