@@ -22,15 +22,23 @@ import (
 	"sigs.k8s.io/cluster-api/core/reconcilers/machineset"
 	"sigs.k8s.io/cluster-api/core/setup"
 	coreadmission "sigs.k8s.io/cluster-api/core/webhooks/admission"
+	"sigs.k8s.io/cluster-api/util/index"
 )
 
 // SetupCoreReconcilers registers the real Cluster API core reconcilers
 // (Cluster, Machine, MachineSet, MachineDeployment, MachineHealthCheck,
-// ClusterResourceSet and its binding) and
-// the ClusterCache they reach workload clusters through, as Cluster API's
-// own manager does. capwin's reconcilers get the returned ClusterCache.
+// ClusterResourceSet and its binding), the cache indexes they look
+// Machines up by, and the ClusterCache they reach workload clusters
+// through, as Cluster API's own manager does. capwin's reconcilers get the
+// returned ClusterCache.
 func SetupCoreReconcilers(ctx context.Context, mgr ctrl.Manager) (clustercache.ClusterCache, error) {
 	const name = "capwin-envtest-capi"
+	// Without them the Machine controller cannot map a Node event to its
+	// Machine (by nodeRef name or provider ID) and a Machine waits for its
+	// next reconcile to find its Node.
+	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("adding Cluster API's indexes: %w", err)
+	}
 	secretClient, err := setup.CreateSecretCachingClient(mgr)
 	if err != nil {
 		return nil, fmt.Errorf("creating the secret caching client: %w", err)
