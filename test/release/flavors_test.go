@@ -2,10 +2,12 @@ package release_test
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capwin/capwin/platform/vsphere/vspheresim/cpi"
 	"github.com/capwin/capwin/test/envtest"
 )
 
@@ -26,7 +29,7 @@ var flavorVariables = map[string]string{
 	"VSPHERE_DATACENTER":           "dc0",
 	"VSPHERE_TLS_THUMBPRINT":       "A1:B2:C3:D4:E5:F6:07:18:29:3A:4B:5C:6D:7E:8F:90:A1:B2:C3:D4",
 	"VSPHERE_USERNAME":             "capwin@vsphere.local",
-	"VSPHERE_PASSWORD":             "secret",
+	"VSPHERE_PASSWORD":             `se"c\ret`, // what YAML's double quotes would mangle
 	"VSPHERE_FOLDER":               "/dc0/vm/capwin",
 	"VSPHERE_RESOURCE_POOL":        "/dc0/host/cluster0/Resources",
 	"VSPHERE_DATASTORE":            "datastore1",
@@ -87,15 +90,26 @@ func TestGenerateClusterFlavors(t *testing.T) {
 			g.Expect(objs).NotTo(BeEmpty())
 			var addons []*unstructured.Unstructured
 			for _, o := range objs {
-				err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.DryRunAll, client.ForceOwnership, client.FieldOwner("flavor-test"))
-				g.Expect(err).NotTo(HaveOccurred(), "%s %s", o.GetKind(), o.GetName())
-				if o.GetKind() == "ConfigMap" {
+				switch o.GetKind() {
+				case "ConfigMap":
 					data, _, _ := unstructured.NestedStringMap(o.Object, "data")
 					for _, doc := range data {
 						addons = append(addons, decode(t, []byte(doc))...)
 					}
+				case "Secret":
+					if o.Object["type"] == "addons.cluster.x-k8s.io/resource-set" {
+						data, _, _ := unstructured.NestedStringMap(o.Object, "stringData")
+						for _, doc := range data {
+							addons = append(addons, decode(t, []byte(doc))...)
+						}
+					}
 				}
+				// Applied last: the dry run writes the server's answer
+				// back into o (a Secret's stringData becomes data).
+				err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.DryRunAll, client.ForceOwnership, client.FieldOwner("flavor-test"))
+				g.Expect(err).NotTo(HaveOccurred(), "%s %s", o.GetKind(), o.GetName())
 			}
+			checkCloudProvider(t, objs, addons)
 			// Each CNI choice has a ClusterResourceSet for its Linux side.
 			cniSets := map[string]bool{}
 			for _, o := range objs {
@@ -162,4 +176,97 @@ func copyFile(t *testing.T, from, to string) {
 	if err := os.WriteFile(to, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkCloudProvider checks what gives the flavor's Nodes their provider
+// IDs (docs/provider-ids.md): every kubelet configuration of the flavor
+// runs with --cloud-provider=external, and a ClusterResourceSet selecting
+// this cluster applies the vSphere CPI, pinned, on the control plane, with
+// a configuration and credentials that point at the user's vCenter.
+func checkCloudProvider(t *testing.T, objs, addons []*unstructured.Unstructured) {
+	t.Helper()
+	g := NewWithT(t)
+	paths := map[string][][]string{
+		"KubeadmControlPlane": {
+			{"spec", "kubeadmConfigSpec", "initConfiguration", "nodeRegistration"},
+			{"spec", "kubeadmConfigSpec", "joinConfiguration", "nodeRegistration"},
+		},
+		"KubeadmControlPlaneTemplate": {
+			{"spec", "template", "spec", "kubeadmConfigSpec", "initConfiguration", "nodeRegistration"},
+			{"spec", "template", "spec", "kubeadmConfigSpec", "joinConfiguration", "nodeRegistration"},
+		},
+		"KubeadmConfigTemplate":        {{"spec", "template", "spec", "joinConfiguration", "nodeRegistration"}},
+		"WindowsKubeadmConfigTemplate": {{"spec", "template", "spec", "nodeRegistration"}},
+	}
+	kinds := map[string]int{}
+	var cluster *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Cluster" {
+			cluster = o
+		}
+		for _, p := range paths[o.GetKind()] {
+			kinds[o.GetKind()]++
+			args, _, _ := unstructured.NestedSlice(o.Object, append(p, "kubeletExtraArgs")...)
+			g.Expect(args).To(ContainElement(map[string]any{"name": "cloud-provider", "value": "external"}),
+				"%s %s: %s runs the kubelet with --cloud-provider=external", o.GetKind(), o.GetName(), strings.Join(p, "."))
+		}
+	}
+	g.Expect(kinds).To(HaveKey("WindowsKubeadmConfigTemplate"))
+	g.Expect(kinds).To(HaveKey("KubeadmConfigTemplate"))
+	g.Expect(kinds["KubeadmControlPlane"] + kinds["KubeadmControlPlaneTemplate"]).To(Equal(2), "the control plane's init and join configurations")
+	g.Expect(cluster).NotTo(BeNil(), "the flavor's Cluster")
+	g.Expect(cluster.GetLabels()).To(HaveKeyWithValue("capwin.io/vsphere-cpi", "win1"))
+
+	var crs *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "ClusterResourceSet" && o.GetName() == "win1-vsphere-cpi" {
+			crs = o
+		}
+		if o.GetKind() == "HybridCluster" || o.GetKind() == "HybridClusterTemplate" {
+			path := []string{"spec", "vsphere", "server"}
+			if o.GetKind() == "HybridClusterTemplate" {
+				path = []string{"spec", "template", "spec", "vsphere", "server"}
+			}
+			server, _, _ := unstructured.NestedString(o.Object, path...)
+			g.Expect(server).To(Equal("vcenter.example.com:443"), "VSPHERE_SERVER with the default VSPHERE_PORT")
+		}
+	}
+	g.Expect(crs).NotTo(BeNil(), "a ClusterResourceSet for the vSphere CPI")
+	sel, _, _ := unstructured.NestedStringMap(crs.Object, "spec", "clusterSelector", "matchLabels")
+	g.Expect(sel).To(Equal(map[string]string{"capwin.io/vsphere-cpi": "win1"}), "it selects this cluster only: it carries its credentials")
+	resources, _, _ := unstructured.NestedSlice(crs.Object, "spec", "resources")
+	g.Expect(resources).To(ConsistOf(
+		map[string]any{"kind": "Secret", "name": "win1-vsphere-cpi-credentials"},
+		map[string]any{"kind": "ConfigMap", "name": "win1-vsphere-cpi"},
+	))
+
+	found := map[string]*unstructured.Unstructured{}
+	for _, o := range addons {
+		found[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
+	}
+	ds := found["DaemonSet/kube-system/vsphere-cloud-controller-manager"]
+	g.Expect(ds).NotTo(BeNil(), "the CPI's DaemonSet among the add-ons %v", slices.Collect(maps.Keys(found)))
+	containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
+	g.Expect(containers).To(HaveLen(1))
+	g.Expect(containers[0]).To(HaveKeyWithValue("image", "registry.k8s.io/cloud-pv-vsphere/cloud-provider-vsphere:v1.36.0"), "the CPI release of the flavor's Kubernetes minor")
+	sel, _, _ = unstructured.NestedStringMap(ds.Object, "spec", "template", "spec", "nodeSelector")
+	g.Expect(sel).To(HaveKey("node-role.kubernetes.io/control-plane"))
+	tolerations, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "tolerations")
+	g.Expect(tolerations).To(ContainElement(HaveKeyWithValue("key", "node.cloudprovider.kubernetes.io/uninitialized")), "it must run on the Nodes it initialises")
+
+	cm := found["ConfigMap/kube-system/vsphere-cloud-config"]
+	g.Expect(cm).NotTo(BeNil(), "the CPI's configuration among the add-ons")
+	conf, _, _ := unstructured.NestedString(cm.Object, "data", "vsphere.conf")
+	vc, err := cpi.ParseConfig([]byte(conf))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*vc).To(Equal(cpi.VCenter{
+		Server: "vcenter.example.com", Port: 443, Datacenters: []string{"dc0"},
+		Thumbprint: flavorVariables["VSPHERE_TLS_THUMBPRINT"], SecretName: "vsphere-cloud-secret", SecretNamespace: "kube-system",
+	}))
+	secret := found["Secret/kube-system/vsphere-cloud-secret"]
+	g.Expect(secret).NotTo(BeNil(), "the CPI's credentials among the add-ons")
+	creds, _, _ := unstructured.NestedStringMap(secret.Object, "stringData")
+	g.Expect(creds).To(Equal(map[string]string{
+		"vcenter.example.com.username": "capwin@vsphere.local", "vcenter.example.com.password": flavorVariables["VSPHERE_PASSWORD"],
+	}))
 }
