@@ -16,7 +16,10 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/vmware/govmomi v0.56.0
+require (
+	github.com/vmware/govmomi v0.56.0
+	k8s.io/cloud-provider v0.36.3
+)
 
 require (
 	github.com/MakeNowJust/heredoc v1.0.0 // indirect
@@ -25,6 +28,7 @@ require (
 	github.com/drone/envsubst/v2 v2.0.0-20210730161058-179042472c46 // indirect
 	github.com/pelletier/go-toml/v2 v2.4.3 // indirect
 	gopkg.in/go-jose/go-jose.v2 v2.6.3 // indirect
+	k8s.io/component-helpers v0.36.3 // indirect
 )
 
 require (
@@ -107,7 +111,7 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/apiserver v0.36.3 // indirect
 	k8s.io/cluster-bootstrap v0.36.3
-	k8s.io/component-base v0.36.3 // indirect
+	k8s.io/component-base v0.36.3
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.34.0 // indirect

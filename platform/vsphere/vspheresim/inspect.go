@@ -29,6 +29,10 @@ type VM struct {
 	GuestID      string
 	NumCPUs      int32
 	ExtraConfig  map[string]string
+	// HostName and IPs are what VMware Tools last reported of the guest
+	// (guest.hostName and guest.net's addresses); empty before it has.
+	HostName string
+	IPs      []string
 }
 
 // VMs lists every VM of the inventory, templates included.
@@ -72,13 +76,14 @@ func (w *Watcher) Close(ctx context.Context) {
 // VMs lists every VM of the inventory, templates included.
 func (w *Watcher) VMs(ctx context.Context) ([]VM, error) {
 	var all []mo.VirtualMachine
-	props := []string{"name", "runtime.powerState", "config.instanceUuid", "config.uuid", "config.guestId", "config.hardware.numCPU", "config.extraConfig"}
+	props := []string{"name", "runtime.powerState", "config.instanceUuid", "config.uuid", "config.guestId", "config.hardware.numCPU", "config.extraConfig", "guest"}
 	if err := w.view.Retrieve(ctx, []string{"VirtualMachine"}, props, &all); err != nil {
 		return nil, err
 	}
 	out := make([]VM, 0, len(all))
 	for _, o := range all {
 		vm := VM{ID: o.Reference().Value, Name: o.Name, PoweredOn: o.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn}
+		vm.HostName, vm.IPs = guestOf(&o)
 		if o.Config != nil {
 			vm.InstanceUUID = o.Config.InstanceUuid
 			vm.BIOSUUID = o.Config.Uuid
