@@ -248,9 +248,11 @@ func TestClusterDeletionLeavesNothing(t *testing.T) {
 		for _, sec := range secrets.Items {
 			left = append(left, sec.Name)
 		}
-		// The vCenter credentials are the user's, applied with the flavor
-		// and not owned by the cluster: clusterctl delete leaves them too.
-		g.Expect(left).To(ConsistOf(o.Name+"-vsphere-credentials"), "Secrets left")
+		// The vCenter credentials, capwin's and the CPI's (a
+		// ClusterResourceSet's resource), are the user's, applied with the
+		// flavor and not owned by the cluster: clusterctl delete leaves
+		// them too.
+		g.Expect(left).To(ConsistOf(o.Name+"-vsphere-credentials", o.Name+"-vsphere-cpi-credentials"), "Secrets left")
 	}, wait, 250*time.Millisecond).Should(Succeed())
 	noRejections(t)
 }

@@ -17,7 +17,11 @@ import (
 	"github.com/capwin/capwin/test/sim"
 )
 
-var s *sim.Sim
+var (
+	s *sim.Sim
+	// log receives the simulations' logs: discarded unless E2E_LOG is set.
+	log = logr.Discard()
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -25,7 +29,6 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	ctx := context.Background()
-	log := logr.Discard()
 	if os.Getenv("E2E_LOG") != "" {
 		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, time.Now().Format("15:04:05.000"), prefix, args) }, funcr.Options{Verbosity: 2})
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,6 +39,13 @@ func TestScaleWindowsZeroToFiveToZero(t *testing.T) {
 		g.Expect(s.Workload.Client.Get(ctx, client.ObjectKey{Name: m.Status.NodeRef.Name}, node)).To(Succeed())
 		g.Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelWindowsBuild, "10.0.20348"))
 		g.Expect(node.Spec.Taints).To(ContainElement(HaveField("Key", "os")))
+		// The cloud controller manager initialised the Node: the provider
+		// ID Cluster API matched it by, the address VMware Tools reported
+		// (the kubelet's --node-ip), the instance type, the taint gone.
+		g.Expect(node.Spec.ProviderID).To(Equal(m.Spec.ProviderID))
+		g.Expect(node.Spec.Taints).NotTo(ContainElement(HaveField("Key", cloudproviderapi.TaintExternalCloudProvider)))
+		g.Expect(node.Status.Addresses).To(ContainElement(HaveField("Type", corev1.NodeInternalIP)))
+		g.Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "vsphere-vm.cpu-4.mem-8gb.os-unknown"))
 	}
 	// The flavor's add-ons (the RuntimeClasses and flannel's Linux side)
 	// were applied to this cluster by Cluster API's ClusterResourceSets.
@@ -55,6 +63,8 @@ func TestScaleWindowsZeroToFiveToZero(t *testing.T) {
 		g.Expect(applied).To(Equal(map[string]bool{
 			o.Name + "-windows-runtimeclasses/" + o.Name + "-windows-runtimeclasses": true,
 			o.Name + "-flannel/" + o.Name + "-flannel":                               true,
+			o.Name + "-vsphere-cpi/" + o.Name + "-vsphere-cpi-credentials":           true,
+			o.Name + "-vsphere-cpi/" + o.Name + "-vsphere-cpi":                       true,
 		}))
 	}, wait, 200*time.Millisecond).Should(Succeed())
 	rc := &nodev1.RuntimeClass{}

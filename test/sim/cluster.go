@@ -3,15 +3,22 @@ package sim
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/yamlprocessor"
@@ -45,6 +52,7 @@ func DefaultTemplate() string {
 // simulation: vcsim's inventory (datacenter DC0, its standalone host DC0_H0
 // and the VM DC0_H0_VM0 as the template) and the vCenter's thumbprint.
 func (s *Sim) Variables(o ClusterOptions) map[string]string {
+	host, port, _ := net.SplitHostPort(s.VCenter.Host) // vcsim listens on host:port
 	return map[string]string{
 		"CLUSTER_NAME":                 o.Name,
 		"NAMESPACE":                    o.Namespace,
@@ -53,7 +61,8 @@ func (s *Sim) Variables(o ClusterOptions) map[string]string {
 		"WORKER_MACHINE_COUNT":         "0",
 		"WINDOWS_WORKER_MACHINE_COUNT": strconv.Itoa(o.WindowsReplicas),
 		"CONTROL_PLANE_ENDPOINT_IP":    "10.0.0.10",
-		"VSPHERE_SERVER":               s.VCenter.Host,
+		"VSPHERE_SERVER":               host,
+		"VSPHERE_PORT":                 port,
 		"VSPHERE_DATACENTER":           "DC0",
 		"VSPHERE_TLS_THUMBPRINT":       s.VCenter.Thumbprint,
 		"VSPHERE_USERNAME":             VCenterUser,
@@ -110,10 +119,11 @@ func (s *Sim) CreateCluster(ctx context.Context, o ClusterOptions) ([]*unstructu
 		return nil, err
 	}
 	var created []*unstructured.Unstructured
-	var cpTemplate *unstructured.Unstructured
+	var cpTemplate, kcp *unstructured.Unstructured
 	for _, obj := range objs {
 		switch obj.GetKind() {
 		case "KubeadmControlPlane":
+			kcp = obj
 			continue
 		case "Cluster":
 			unstructured.RemoveNestedField(obj.Object, "spec", "controlPlaneRef")
@@ -127,8 +137,8 @@ func (s *Sim) CreateCluster(ctx context.Context, o ClusterOptions) ([]*unstructu
 		}
 		created = append(created, obj)
 	}
-	if cpTemplate == nil {
-		return created, fmt.Errorf("the flavor has no HybridMachineTemplate %s-control-plane", o.Name)
+	if cpTemplate == nil || kcp == nil {
+		return created, fmt.Errorf("the flavor has no KubeadmControlPlane or HybridMachineTemplate %s-control-plane", o.Name)
 	}
 	cluster := &clusterv1.Cluster{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, cluster); err != nil {
@@ -148,14 +158,17 @@ func (s *Sim) CreateCluster(ctx context.Context, o ClusterOptions) ([]*unstructu
 			return created, fmt.Errorf("creating Secret %s: %w", sec.Name, err)
 		}
 	}
-	if err := s.controlPlane(ctx, o, cpTemplate, owner); err != nil {
+	if err := s.controlPlane(ctx, o, kcp, cpTemplate, owner); err != nil {
 		return created, err
 	}
 	return created, nil
 }
 
 // controlPlane creates the control plane as Machines of the control-plane
-// HybridMachineTemplate with Linux user data.
+// HybridMachineTemplate with Linux user data: a cloud-config that writes
+// the KubeadmControlPlane's InitConfiguration where the kubeadm bootstrap
+// provider writes it, so that the node's kubelet runs with the flavor's
+// kubelet flags.
 //
 // This, and nothing on the Windows path, departs from the flavor:
 // KubeadmControlPlane checks etcd through each control-plane node's etcd
@@ -163,15 +176,19 @@ func (s *Sim) CreateCluster(ctx context.Context, o ClusterOptions) ([]*unstructu
 // runs the control plane as Machines, which Cluster API supports for
 // clusters without a controlPlaneRef: the Cluster is initialised when a
 // control-plane Machine has a Node.
-func (s *Sim) controlPlane(ctx context.Context, o ClusterOptions, tmpl *unstructured.Unstructured, owner metav1.OwnerReference) error {
+func (s *Sim) controlPlane(ctx context.Context, o ClusterOptions, kcp, tmpl *unstructured.Unstructured, owner metav1.OwnerReference) error {
 	c := s.Management.Client
 	hmt := &infrav1.HybridMachineTemplate{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(tmpl), hmt); err != nil {
 		return err
 	}
 	name := o.Name + "-control-plane-0"
+	userData, err := initCloudConfig(kcp)
+	if err != nil {
+		return err
+	}
 	data := clusterSecret(o, name+"-bootstrap", map[string][]byte{
-		"value":  []byte("#cloud-config\n# A Linux control-plane node of the capwin simulation.\n"),
+		"value":  userData,
 		"format": []byte("cloud-config"),
 	})
 	data.OwnerReferences = []metav1.OwnerReference{owner}
@@ -205,4 +222,73 @@ func clusterSecret(o ClusterOptions, name string, data map[string][]byte) *corev
 		Type:       clusterv1.ClusterSecretType,
 		Data:       data,
 	}
+}
+
+// initCloudConfig is the part of the kubeadm bootstrap provider's
+// cloud-config for the first control-plane node that the simulated guest
+// reads: the KubeadmControlPlane's InitConfiguration in
+// /run/kubeadm/kubeadm.yaml, Jinja-templated.
+func initCloudConfig(kcp *unstructured.Unstructured) ([]byte, error) {
+	init, _, err := unstructured.NestedMap(kcp.Object, "spec", "kubeadmConfigSpec", "initConfiguration")
+	if err != nil {
+		return nil, fmt.Errorf("KubeadmControlPlane %s: %w", kcp.GetName(), err)
+	}
+	if init == nil {
+		init = map[string]any{}
+	}
+	init["apiVersion"], init["kind"] = "kubeadm.k8s.io/v1beta4", "InitConfiguration"
+	doc, err := yaml.Marshal(init)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := yaml.Marshal(map[string]any{
+		"write_files": []map[string]any{{"path": kubeadmInitFile, "owner": "root:root", "permissions": "0640", "content": string(doc)}},
+		"runcmd":      []string{"kubeadm init --config " + kubeadmInitFile},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("## template: jinja\n#cloud-config\n"), cc...), nil
+}
+
+// controlPlaneInitialisedAnnotation is what standInForControlPlane writes
+// on a stand-alone control-plane Machine once its Node has a provider ID.
+const controlPlaneInitialisedAnnotation = "sim.capwin.io/node-initialized"
+
+// standInForControlPlane makes up for the one thing the simulation's
+// stand-alone control-plane Machines lack (see controlPlane). Cluster API
+// watches a cluster's Nodes only once its control plane is initialised. A
+// KubeadmControlPlane initialises it from kubeadm's ConfigMap in the
+// workload cluster, before any Machine has a nodeRef. A cluster without
+// one is initialised by a control-plane Machine's nodeRef, which Cluster
+// API sets only when something else reconciles the Machine after the
+// cloud controller manager gave its Node a provider ID. So, until the
+// Cluster is initialised, this annotates a control-plane Machine without
+// a nodeRef once a Node has its provider ID, and Cluster API reconciles
+// it.
+func standInForControlPlane(ctx context.Context, mgmt, workload client.Client, log logr.Logger) {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		ms := &clusterv1.MachineList{}
+		if err := mgmt.List(ctx, ms, client.HasLabels{clusterv1.MachineControlPlaneLabel}); err != nil {
+			return
+		}
+		for i := range ms.Items {
+			m := &ms.Items[i]
+			if m.Status.NodeRef.IsDefined() || m.Spec.ProviderID == "" || m.Annotations[controlPlaneInitialisedAnnotation] != "" {
+				continue
+			}
+			nodes := &corev1.NodeList{}
+			if err := workload.List(ctx, nodes); err != nil {
+				return
+			}
+			if !slices.ContainsFunc(nodes.Items, func(n corev1.Node) bool { return n.Spec.ProviderID == m.Spec.ProviderID }) {
+				continue
+			}
+			patch := client.MergeFrom(m.DeepCopy())
+			metav1.SetMetaDataAnnotation(&m.ObjectMeta, controlPlaneInitialisedAnnotation, time.Now().UTC().Format(time.RFC3339))
+			if err := mgmt.Patch(ctx, m, patch); err == nil {
+				log.Info("The control plane's Node has its provider ID", "machine", m.Name)
+			}
+		}
+	}, 500*time.Millisecond)
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -22,7 +23,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/capwin/capwin/bootstrap/payload"
+	"github.com/capwin/capwin/node-components/host"
+	"github.com/capwin/capwin/node-components/layout"
 	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/node-components/render"
 	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 
 	"github.com/capwin/capwin/internal/userdata"
@@ -42,19 +46,21 @@ const (
 
 // Guests plays the operating system of every VM capwin creates. When a VM
 // is powered on it reads guestinfo.userdata and guestinfo.metadata as
-// cloudbase-init or cloud-init would. A Windows guest checks its user data as
-// the node would: the script is capwin's stub, the node configuration passes
-// node-components validation, the bootstrap token exists in the workload
-// cluster and is unexpired, and the CA hash is the workload API server's CA.
-// As capwin-node does, it names the node after the configuration's nodeName
-// or, without one, after the VM's host name in lower case, which must be a
-// valid node name. It then registers its Node (the VM's providerID,
-// kubernetes.io/os, node.kubernetes.io/windows-build of the build its guest
-// OS runs, as the kubelet labels it, the configuration's labels and taints)
-// and marks it Ready after the boot delay.
+// cloudbase-init or cloud-init would, brings its network up and reports its
+// host name and address to vCenter as VMware Tools does. A Windows guest
+// checks its user data as the node would: the script is capwin's stub, the
+// node configuration passes node-components validation, the bootstrap token
+// exists in the workload cluster and is unexpired, and the CA hash is the
+// workload API server's CA. As capwin-node does, it names the node after
+// the configuration's nodeName or, without one, after the VM's host name in
+// lower case, which must be a valid node name. A Linux guest reads the
+// kubeadm configuration its cloud-config writes. After the boot delay its
+// kubelet registers the Node with what the real kubelet would write given
+// its flags (see kubelet) and marks it Ready.
 // A guest whose check fails registers nothing, as a node whose join failed,
 // and says why in Rejected.
 type Guests struct {
+	vc        *vspheresim.VCenter
 	vms       *vspheresim.Watcher
 	workload  client.Client
 	caHash    string
@@ -66,13 +72,15 @@ type Guests struct {
 	failure  func(nodeName string) Failure
 	rejected map[string]string // VM name: why
 	joined   []string
+	leases   int // DHCP addresses handed out
 }
 
 type guest struct {
 	vmName    string
 	token     string // the bootstrap token a Windows node joins with
 	poweredOn time.Time
-	node      *corev1.Node
+	kubelet   *kubelet
+	node      *corev1.Node // as registered
 	failure   Failure
 	state     guestState
 	readyAt   time.Time
@@ -101,7 +109,7 @@ func newGuests(ctx context.Context, vc *vspheresim.VCenter, workload client.Clie
 		return nil, fmt.Errorf("the guests watching vCenter's VMs: %w", err)
 	}
 	return &Guests{
-		vms: w, workload: workload, caHash: hash, bootDelay: bootDelay, log: log,
+		vc: vc, vms: w, workload: workload, caHash: hash, bootDelay: bootDelay, log: log,
 		guests: map[string]*guest{}, rejected: map[string]string{},
 		failure: func(string) Failure { return Healthy },
 	}, nil
@@ -208,7 +216,8 @@ func (g *Guests) step(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// boot is a guest's first look at its VM: it reads and checks its data.
+// boot is a guest's first look at its VM: it reads its metadata, brings
+// its network up (VMware Tools reports it), and checks its user data.
 func (g *Guests) boot(vm *vspheresim.VM, now time.Time) *guest {
 	gs := &guest{vmName: vm.Name, poweredOn: now}
 	extra := vm.ExtraConfig
@@ -216,14 +225,28 @@ func (g *Guests) boot(vm *vspheresim.VM, now time.Time) *guest {
 		gs.state = ignored // not a machine of capwin's: the inventory's own VMs
 		return gs
 	}
-	node, token, err := g.check(vm, extra)
+	meta, err := readMetadata(extra)
 	if err != nil {
 		g.reject(gs, err)
 		return gs
 	}
-	gs.node, gs.token = node, token
+	ip, err := g.address(meta)
+	if err != nil {
+		g.reject(gs, err)
+		return gs
+	}
+	if err := g.reportTools(vm, meta.LocalHostname, ip); err != nil {
+		g.reject(gs, fmt.Errorf("VMware Tools: %w", err))
+		return gs
+	}
+	k, token, err := g.check(vm, extra, meta, ip)
+	if err != nil {
+		g.reject(gs, err)
+		return gs
+	}
+	gs.kubelet, gs.token = k, token
 	g.mu.Lock()
-	gs.failure = g.failure(node.Name)
+	gs.failure = g.failure(k.node.Name)
 	gs.readyAt = now.Add(g.bootDelay)
 	g.mu.Unlock()
 	return gs
@@ -252,6 +275,7 @@ func (g *Guests) advance(ctx context.Context, gs *guest, now time.Time) error {
 			}
 		}
 		ready := gs.failure != NeverReady
+		gs.node = gs.kubelet.register()
 		if err := g.register(ctx, gs.node, ready); err != nil {
 			return err
 		}
@@ -281,27 +305,87 @@ var guestBuilds = map[string]string{
 	"windows2022srvNext_64Guest": "10.0.26100",
 }
 
-// check reads the VM's guestinfo as the node would and returns the Node it
-// would register and, for Windows, the bootstrap token it would join with.
+// metadata is what the guest reads of guestinfo.metadata: its host name
+// and the address its first network device gets.
+type metadata struct {
+	LocalHostname string `json:"local-hostname"`
+	Network       struct {
+		Ethernets map[string]struct {
+			DHCP4     bool     `json:"dhcp4"`
+			Addresses []string `json:"addresses"`
+		} `json:"ethernets"`
+	} `json:"network"`
+}
+
+func readMetadata(extra map[string]string) (*metadata, error) {
+	data, err := decodeGuestinfo(extra, "guestinfo.metadata")
+	if err != nil {
+		return nil, err
+	}
+	meta := &metadata{}
+	if err := yaml.Unmarshal(data, meta); err != nil {
+		return nil, fmt.Errorf("guestinfo.metadata: %w", err)
+	}
+	if meta.LocalHostname == "" {
+		return nil, errors.New("guestinfo.metadata has no local-hostname")
+	}
+	return meta, nil
+}
+
+// address is the IPv4 address of the guest's first network device: its
+// first static address, or one the simulated network's DHCP server leases
+// (192.168.0.0/16, in order).
+func (g *Guests) address(meta *metadata) (string, error) {
+	ids := make([]string, 0, len(meta.Network.Ethernets))
+	for id := range meta.Network.Ethernets {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	if len(ids) == 0 {
+		return "", errors.New("guestinfo.metadata configures no network device")
+	}
+	e := meta.Network.Ethernets[ids[0]]
+	if len(e.Addresses) > 0 {
+		ip, _, err := net.ParseCIDR(e.Addresses[0])
+		if err != nil {
+			return "", fmt.Errorf("guestinfo.metadata: address %q: %w", e.Addresses[0], err)
+		}
+		return ip.String(), nil
+	}
+	if !e.DHCP4 {
+		return "", fmt.Errorf("guestinfo.metadata: network device %s has neither addresses nor dhcp4", ids[0])
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.leases++
+	return fmt.Sprintf("192.168.%d.%d", g.leases/250, g.leases%250+2), nil
+}
+
+// reportTools does what VMware Tools does once the guest is up: it
+// reports the host name and the addresses of its adapters to vCenter. A
+// Windows node's pod network is an HNS switch with adapters of its own
+// (vEthernet); the host's address moves to the one bound to the VM's
+// network device, and the others have no device behind them.
+func (g *Guests) reportTools(vm *vspheresim.VM, hostName, ip string) error {
+	nics := []vspheresim.GuestNIC{{IPs: []string{ip}}}
+	if isWindows(vm) {
+		nics = append(nics, vspheresim.GuestNIC{IPs: []string{"172.29.240.1"}, Virtual: true})
+	}
+	return g.vc.ReportGuest(vm.ID, hostName, nics)
+}
+
+func isWindows(vm *vspheresim.VM) bool {
+	return strings.HasPrefix(strings.ToLower(vm.GuestID), "windows")
+}
+
+// check reads the VM's guestinfo as the node would and returns the kubelet
+// it would run and, for Windows, the bootstrap token it would join with.
 // Whether the guest is Windows is the VM's (its guest ID, from its
 // template), not its user data's.
-func (g *Guests) check(vm *vspheresim.VM, extra map[string]string) (*corev1.Node, string, error) {
+func (g *Guests) check(vm *vspheresim.VM, extra map[string]string, meta *metadata, ip string) (*kubelet, string, error) {
 	userData, err := decodeGuestinfo(extra, "guestinfo.userdata")
 	if err != nil {
 		return nil, "", err
-	}
-	metaData, err := decodeGuestinfo(extra, "guestinfo.metadata")
-	if err != nil {
-		return nil, "", err
-	}
-	var meta struct {
-		LocalHostname string `json:"local-hostname"`
-	}
-	if err := yaml.Unmarshal(metaData, &meta); err != nil {
-		return nil, "", fmt.Errorf("guestinfo.metadata: %w", err)
-	}
-	if meta.LocalHostname == "" {
-		return nil, "", errors.New("guestinfo.metadata has no local-hostname")
 	}
 	if vm.BIOSUUID == "" {
 		return nil, "", errors.New("the VM has no BIOS UUID")
@@ -311,16 +395,10 @@ func (g *Guests) check(vm *vspheresim.VM, extra map[string]string) (*corev1.Node
 			corev1.LabelHostname:   meta.LocalHostname,
 			corev1.LabelArchStable: "amd64",
 		}},
-		Spec: corev1.NodeSpec{ProviderID: "vsphere://" + vm.BIOSUUID},
 	}
-	if !strings.HasPrefix(strings.ToLower(vm.GuestID), "windows") {
-		// A Linux machine (the control plane): cloud-init's data is not
-		// capwin's to check.
-		node.Labels[corev1.LabelOSStable] = "linux"
-		node.Status.NodeInfo = corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "amd64"}
-		return node, "", nil
+	if !isWindows(vm) {
+		return linuxKubelet(node, userData, meta.LocalHostname, ip)
 	}
-
 	data, err := payload.ParseScript(userData)
 	if err != nil {
 		return nil, "", err
@@ -365,7 +443,32 @@ func (g *Guests) check(vm *vspheresim.VM, extra map[string]string) (*corev1.Node
 		OperatingSystem: "windows", Architecture: "amd64",
 		KubeletVersion: cfg.KubernetesVersion, KernelVersion: build,
 	}
-	return node, cfg.Join.Token, nil
+	// The kubelet runs with the flags the agent gives its service.
+	cfg.NodeName = name
+	k := &kubelet{node: node, hostIP: ip}
+	for _, svc := range render.Services(cfg, host.Interface{Name: "Ethernet0", IPv4: ip}) {
+		if svc.Name == layout.ServiceKubelet {
+			_, argv, _ := cutArgs(svc.Command)
+			k.flags = kubeletFlags(argv)
+		}
+	}
+	if k.flags == nil {
+		return nil, "", errors.New("the agent renders no kubelet service")
+	}
+	if err := k.check(); err != nil {
+		return nil, "", err
+	}
+	return k, cfg.Join.Token, nil
+}
+
+// cutArgs splits a service host's command line at "--": the program's own
+// command line follows.
+func cutArgs(command []string) (host, program []string, ok bool) {
+	i := slices.Index(command, "--")
+	if i < 0 {
+		return command, nil, false
+	}
+	return command[:i], command[i+1:], true
 }
 
 // checkToken does what kubeadm join's TLS bootstrap relies on: the token's
@@ -402,22 +505,26 @@ func (g *Guests) register(ctx context.Context, node *corev1.Node, ready bool) er
 	if err := g.workload.Create(ctx, n); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("registering Node %s: %w", node.Name, err)
 	}
-	return g.updateStatus(ctx, node.Name, &node.Status.NodeInfo, ready)
+	return g.updateStatus(ctx, node.Name, &node.Status, ready)
 }
 
 func (g *Guests) setReady(ctx context.Context, name string, ready bool) error {
 	return g.updateStatus(ctx, name, nil, ready)
 }
 
-// updateStatus writes the Node's Ready condition and, when given, its
-// system information (the kubelet's first status update).
-func (g *Guests) updateStatus(ctx context.Context, name string, info *corev1.NodeSystemInfo, ready bool) error {
+// updateStatus writes the Node's Ready condition and, when given, the
+// kubelet's first status: its system information and, unless a cloud
+// controller manager has set them already, its addresses.
+func (g *Guests) updateStatus(ctx context.Context, name string, first *corev1.NodeStatus, ready bool) error {
 	n := &corev1.Node{}
 	if err := g.workload.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if info != nil {
-		n.Status.NodeInfo = *info
+	if first != nil {
+		n.Status.NodeInfo = first.NodeInfo
+		if len(n.Status.Addresses) == 0 {
+			n.Status.Addresses = first.Addresses
+		}
 	}
 	now := metav1.Now()
 	cond := corev1.NodeCondition{

@@ -3,9 +3,11 @@
 // server with capwin's and Cluster API's CRDs and webhooks, the real Cluster
 // API core reconcilers and webhooks, capwin's controllers (as capwin-manager
 // runs them), govmomi's vcsim as the vCenter, a second envtest API server as
-// the workload cluster, and a guest simulator that plays each VM's operating
-// system: it reads the VM's user data, checks it as a node would and
-// registers the Node.
+// the workload cluster, a guest simulator that plays each VM's operating
+// system (it reads the VM's user data, checks it as a node would, reports
+// to vCenter as VMware Tools does and registers the Node as its kubelet
+// would), and the workload cluster's vSphere cloud controller manager,
+// which gives each Node its provider ID.
 //
 // `capwin dev` and the end-to-end tests (test/e2e) run on it.
 package sim
@@ -26,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -52,6 +55,10 @@ type Options struct {
 	// Log receives the controllers' and the guests' logs; discarded when
 	// unset.
 	Log logr.Logger
+	// WithoutCloudControllerManager leaves the workload cluster's vSphere
+	// cloud controller manager stopped, as if its pod never ran, until
+	// StartCloudControllerManager: no Node gets a provider ID.
+	WithoutCloudControllerManager bool
 }
 
 // Sim is a running simulation.
@@ -67,12 +74,16 @@ type Sim struct {
 	// Guests plays the VMs' operating systems.
 	Guests *Guests
 
+	ccm    *cloudControllerManager
+	ccmCtx context.Context
+
 	log logr.Logger
 
 	mu         sync.Mutex
 	stopCAPI   func() error
 	stopCapwin func() error
 	stopGuests func()
+	stopCCM    func()
 	stopOnce   sync.Once
 	stopErr    error
 }
@@ -109,6 +120,8 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 		opts.Log = logr.Discard()
 	}
 	ctrl.SetLogger(opts.Log)
+	// The cloud node controllers and client-go log through klog.
+	klog.SetLogger(opts.Log.WithName("klog"))
 	s = &Sim{log: opts.Log}
 	defer func() {
 		if err != nil {
@@ -163,8 +176,47 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 		return s, err
 	}
 	done.Go(func() { collectGarbage(gctx, gcClient, opts.Log.WithName("gc")) })
+	done.Go(func() { standInForControlPlane(gctx, gcClient, s.Workload.Client, opts.Log.WithName("control-plane")) })
 	s.stopGuests = func() { cancel(); done.Wait() }
+	s.ccm = &cloudControllerManager{workload: s.Workload.Client, config: s.Workload.Config, log: opts.Log.WithName("ccm")}
+	s.ccmCtx = gctx
+	if !opts.WithoutCloudControllerManager {
+		s.StartCloudControllerManager()
+	}
 	return s, nil
+}
+
+// StartCloudControllerManager lets the workload cluster's vSphere cloud
+// controller manager run (see cloudControllerManager): it starts once its
+// DaemonSet, configuration and credentials are in the workload cluster and
+// a Node may run its pod. It does nothing while it runs.
+func (s *Sim) StartCloudControllerManager() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopCCM != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ccmCtx)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.ccm.run(ctx) })
+	s.stopCCM = func() { cancel(); wg.Wait() }
+}
+
+// StopCloudControllerManager stops the cloud controller manager, as if its
+// pod were gone: Nodes that register from now on stay uninitialised.
+func (s *Sim) StopCloudControllerManager() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopCCM != nil {
+		s.stopCCM()
+		s.stopCCM = nil
+	}
+}
+
+// CloudControllerManagerErr is why the cloud controller manager has not
+// started though its DaemonSet exists; nil when it runs.
+func (s *Sim) CloudControllerManagerErr() error {
+	return s.ccm.Err()
 }
 
 // startCAPI runs what Cluster API's core manager runs: the core reconcilers
@@ -256,6 +308,7 @@ func (s *Sim) Stop() error {
 
 func (s *Sim) stop() error {
 	var errs []error
+	s.StopCloudControllerManager()
 	if s.stopGuests != nil {
 		s.stopGuests()
 	}
