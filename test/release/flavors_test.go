@@ -213,7 +213,7 @@ func checkCloudProvider(t *testing.T, objs, addons []*unstructured.Unstructured)
 	}
 	g.Expect(kinds).To(HaveKey("WindowsKubeadmConfigTemplate"))
 	g.Expect(kinds).To(HaveKey("KubeadmConfigTemplate"))
-	g.Expect(kinds["KubeadmControlPlane"] + kinds["KubeadmControlPlaneTemplate"]).To(Equal(2), "the control plane's init and join configurations")
+	g.Expect(kinds["KubeadmControlPlane"]+kinds["KubeadmControlPlaneTemplate"]).To(Equal(2), "the control plane's init and join configurations")
 	g.Expect(cluster).NotTo(BeNil(), "the flavor's Cluster")
 	g.Expect(cluster.GetLabels()).To(HaveKeyWithValue("capwin.io/vsphere-cpi", "win1"))
 

@@ -360,8 +360,8 @@ func (c *Cloud) InstanceShutdownByProviderID(ctx context.Context, providerID str
 	return state != types.VirtualMachinePowerStatePoweredOn, nil
 }
 
-// GetZone, GetZoneByProviderID and GetZoneByNodeName implement
-// cloudprovider.Zones: without the configuration's labels section, which
+// GetZone implements cloudprovider.Zones, as GetZoneByProviderID and
+// GetZoneByNodeName do: without the configuration's labels section, which
 // the simulation refuses, the CPI reports no zone.
 func (c *Cloud) GetZone(context.Context) (cloudprovider.Zone, error) {
 	return cloudprovider.Zone{}, nil
