@@ -39,10 +39,9 @@ func TestScaleWindowsZeroToFiveToZero(t *testing.T) {
 		g.Expect(s.Workload.Client.Get(ctx, client.ObjectKey{Name: m.Status.NodeRef.Name}, node)).To(Succeed())
 		g.Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelWindowsBuild, "10.0.20348"))
 		g.Expect(node.Spec.Taints).To(ContainElement(HaveField("Key", "os")))
-		// The cloud controller manager initialised the Node: the provider
-		// ID Cluster API matched it by, the address VMware Tools reported
-		// (the kubelet's --node-ip), the instance type, the taint gone.
-		g.Expect(node.Spec.ProviderID).To(Equal(m.Spec.ProviderID))
+		// The cloud controller manager initialised the Node: the address
+		// VMware Tools reported (the kubelet's --node-ip), the instance
+		// type, the taint gone.
 		g.Expect(node.Spec.Taints).NotTo(ContainElement(HaveField("Key", cloudproviderapi.TaintExternalCloudProvider)))
 		g.Expect(node.Status.Addresses).To(ContainElement(HaveField("Type", corev1.NodeInternalIP)))
 		g.Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "vsphere-vm.cpu-4.mem-8gb.os-unknown"))

@@ -29,7 +29,7 @@ var flavorVariables = map[string]string{
 	"VSPHERE_DATACENTER":           "dc0",
 	"VSPHERE_TLS_THUMBPRINT":       "A1:B2:C3:D4:E5:F6:07:18:29:3A:4B:5C:6D:7E:8F:90:A1:B2:C3:D4",
 	"VSPHERE_USERNAME":             "capwin@vsphere.local",
-	"VSPHERE_PASSWORD":             `se"c\ret`, // what YAML's double quotes would mangle
+	"VSPHERE_PASSWORD":             `se"c\r''et`, // what YAML's double quotes would mangle; a ' doubled, as the flavors ask
 	"VSPHERE_FOLDER":               "/dc0/vm/capwin",
 	"VSPHERE_RESOURCE_POOL":        "/dc0/host/cluster0/Resources",
 	"VSPHERE_DATASTORE":            "datastore1",
@@ -267,6 +267,6 @@ func checkCloudProvider(t *testing.T, objs, addons []*unstructured.Unstructured)
 	g.Expect(secret).NotTo(BeNil(), "the CPI's credentials among the add-ons")
 	creds, _, _ := unstructured.NestedStringMap(secret.Object, "stringData")
 	g.Expect(creds).To(Equal(map[string]string{
-		"vcenter.example.com.username": "capwin@vsphere.local", "vcenter.example.com.password": flavorVariables["VSPHERE_PASSWORD"],
+		"vcenter.example.com.username": "capwin@vsphere.local", "vcenter.example.com.password": `se"c\r'et`,
 	}))
 }

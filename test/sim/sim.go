@@ -193,7 +193,7 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 func (s *Sim) StartCloudControllerManager() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopCCM != nil {
+	if s.stopCCM != nil || s.ccm == nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(s.ccmCtx)
@@ -203,7 +203,9 @@ func (s *Sim) StartCloudControllerManager() {
 }
 
 // StopCloudControllerManager stops the cloud controller manager, as if its
-// pod were gone: Nodes that register from now on stay uninitialised.
+// pod were gone: Nodes that register from now on stay uninitialised. (A
+// node sync already under way may still finish: the node controller does
+// not wait for its workers, and its vCenter calls fail once it is stopped.)
 func (s *Sim) StopCloudControllerManager() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -216,6 +218,9 @@ func (s *Sim) StopCloudControllerManager() {
 // CloudControllerManagerErr is why the cloud controller manager has not
 // started though its DaemonSet exists; nil when it runs.
 func (s *Sim) CloudControllerManagerErr() error {
+	if s.ccm == nil {
+		return errors.New("the simulation did not start")
+	}
 	return s.ccm.Err()
 }
 

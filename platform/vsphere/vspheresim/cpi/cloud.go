@@ -40,6 +40,7 @@ type Cloud struct {
 	user, pass string
 
 	mu      sync.Mutex
+	stopped bool
 	client  *vim25.Client
 	session *session.Manager
 	byName  map[string]*nodeInfo // by the host name VMware Tools reported
@@ -68,6 +69,9 @@ func New(cfg *VCenter, secret map[string][]byte) (*Cloud, error) {
 func (c *Cloud) connect(ctx context.Context) (*vim25.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.stopped {
+		return nil, errors.New("the CPI is stopped")
+	}
 	if c.client != nil {
 		if ok, err := c.session.SessionIsActive(ctx); err == nil && ok {
 			return c.client, nil
@@ -90,10 +94,11 @@ func (c *Cloud) connect(ctx context.Context) (*vim25.Client, error) {
 	return vc, nil
 }
 
-// Logout ends the CPI's vCenter session.
+// Logout ends the CPI's vCenter session; it does not log in again.
 func (c *Cloud) Logout(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.stopped = true
 	if c.session != nil {
 		_ = c.session.Logout(ctx)
 		c.client, c.session = nil, nil

@@ -1,7 +1,9 @@
 // Package cpi is the simulation's vSphere cloud controller manager: the
 // cloud node controllers of k8s.io/cloud-provider, the ones every external
 // cloud controller manager runs, with a vSphere cloud that finds a Node's VM
-// the way cloud-provider-vsphere (the vSphere CPI, release 1.32) does. It
+// the way cloud-provider-vsphere (the vSphere CPI) does: as read in its
+// release 1.32, through Instances; the flavors deploy 1.36, which serves
+// the same lookup through InstancesV2. It
 // reads its configuration (vsphere.conf) and its vCenter credentials (the
 // Secret the configuration names) as the CPI does, and finds a VM only
 // through what vCenter knows of it.
