@@ -6,6 +6,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/utils/ptr"
@@ -25,6 +27,10 @@ import (
 // controller manager stopped, the Linux control-plane Machine and then a
 // Windows Machine have a registered Node but no nodeRef; started, it finds
 // each Node's VM in vCenter and Cluster API links them.
+//
+// The cloud controller manager acts as its DaemonSet's ServiceAccount:
+// with the flavor's ClusterRoleBinding removed it does not start, and
+// CloudControllerManagerErr says why.
 //
 // It runs a simulation of its own, whose cloud controller manager starts
 // stopped.
@@ -51,7 +57,18 @@ func TestNodesLinkToMachinesThroughTheCloudControllerManager(t *testing.T) {
 		g.Expect(conditions.IsTrue(c, clusterv1.ClusterControlPlaneInitializedCondition)).To(BeFalse())
 	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
 
+	// The CPI's pod acts as its ServiceAccount: without the flavor's
+	// ClusterRoleBinding it may not read its credentials, and does not
+	// start.
+	binding := &rbacv1.ClusterRoleBinding{}
+	g.Eventually(func() error {
+		return wc.Get(ctx, client.ObjectKey{Name: "system:cloud-controller-manager"}, binding)
+	}, wait, 200*time.Millisecond).Should(Succeed(), "the flavor's ClusterResourceSet applies the CPI's RBAC")
+	g.Expect(wc.Delete(ctx, binding)).To(Succeed())
 	off.StartCloudControllerManager()
+	g.Eventually(off.CloudControllerManagerErr, wait, 200*time.Millisecond).Should(MatchError(ContainSubstring("forbidden")))
+	restored := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: binding.Name}, RoleRef: binding.RoleRef, Subjects: binding.Subjects}
+	g.Expect(wc.Create(ctx, restored)).To(Succeed())
 	linked(t, mc, wc, cpKey)
 
 	// Windows: with the cloud controller manager stopped again, a Windows

@@ -108,10 +108,15 @@ func TestFindsVMsAsTheCPIDoes(t *testing.T) {
 		t.Errorf("InstanceType %q, %v", typ, err)
 	}
 
-	// vCenter's search ignores case and the CPI's cache, keyed by the
-	// reported host name, does not (ErrNodeNotFound); vcsim's search
-	// does not ignore case (ErrNoVMFound). Either way the Node is not
-	// found.
+	// The search is for the lower-cased name; the CPI's cache, keyed by
+	// the reported host name, is read by the name as given: a VM found
+	// is still no Node's when the two differ in case.
+	if _, err := cloud.InstanceID(ctx, "Node-A"); !errors.Is(err, ErrNodeNotFound) {
+		t.Errorf("Node-A, whose guest reports node-a: got %v, want ErrNodeNotFound", err)
+	}
+	// A guest that reports NODE-B is not node-b's either: vCenter's search
+	// ignores case and the cache then refuses it (ErrNodeNotFound);
+	// vcsim's search does not ignore case (ErrNoVMFound).
 	if _, err := cloud.InstanceID(ctx, "node-b"); !errors.Is(err, ErrNodeNotFound) && !errors.Is(err, ErrNoVMFound) {
 		t.Errorf("node-b, whose guest reports NODE-B: got %v, want it not found", err)
 	}
