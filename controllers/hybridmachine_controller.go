@@ -283,7 +283,13 @@ func (r *HybridMachineReconciler) ensureVM(ctx context.Context, s *machineScope)
 		return r.platformError(s, err)
 	}
 	s.state = st
+	prior := s.hm.Status.Operation
 	s.hm.Status.Operation = st.Operation
+	if st.Operation.IsZero() && prior.Type == infrav1.MachineOperationClearBootstrapData {
+		// EnsureMachine does not look at the clearing's task;
+		// clearBootstrapData does.
+		s.hm.Status.Operation = prior
+	}
 	if !st.Operation.IsZero() {
 		setVMProvisioned(s.hm, vmProvisioned(st))
 		return ctrl.Result{RequeueAfter: operationPoll}, false, nil
@@ -319,10 +325,17 @@ func (r *HybridMachineReconciler) clearBootstrapData(ctx context.Context, s *mac
 		return ctrl.Result{}, true, nil
 	}
 	op, err := s.platform.ClearBootstrapData(ctx, &s.vm)
+	if errors.Is(err, platform.ErrOperationFailed) {
+		// The next attempt starts a new task.
+		s.hm.Status.Operation = infrav1.MachineOperation{}
+		setBootstrapDataCleared(s.hm, notYet(infrav1.HybridMachineOperationFailedReason, err.Error()))
+		return ctrl.Result{}, false, err
+	}
 	if err != nil {
 		return retryError(err)
 	}
 	s.hm.Status.Operation = op
+	setBootstrapDataCleared(s.hm, notYet(infrav1.HybridMachineClearingReason, "Removing the bootstrap data from the VM"))
 	return ctrl.Result{RequeueAfter: operationPoll}, false, nil
 }
 

@@ -125,6 +125,17 @@ func (s *Session) ClearUserData(ctx context.Context, m Machine) (infrav1.Machine
 }
 
 func (s *Session) clearUserData(ctx context.Context, m Machine) (string, error) {
+	// The reconfigure recorded last is looked at first: one still running
+	// is waited for, not doubled; one that failed says why.
+	if m.Op.Type == infrav1.MachineOperationClearBootstrapData {
+		st, err := s.checkTask(ctx, m.Op)
+		if err != nil {
+			return "", err
+		}
+		if !st.Op.IsZero() {
+			return st.Op.ID, nil
+		}
+	}
 	dc, err := s.datacenter(ctx, m.Datacenter)
 	if err != nil {
 		return "", err

@@ -423,3 +423,35 @@ func TestTaskError(t *testing.T) {
 		})
 	}
 }
+
+// TestClearUserDataWaitsForItsTask: clearing again while the recorded
+// reconfigure runs starts no second one.
+func TestClearUserDataWaitsForItsTask(t *testing.T) {
+	ctx := t.Context()
+	v, creds := vcsim(t)
+	s, err := NewSessions().Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := machine("m1")
+	provision(ctx, t, s, m, 0)
+	vspheresim.DelayTasks(t, map[string]int{"ReconfigVm": 1500, "LockHandoff": 0})
+	first, err := s.ClearUserData(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Op = first
+	again, err := s.ClearUserData(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != first {
+		t.Errorf("clearing again while %s runs gave %+v", first.ID, again)
+	}
+	if err := v.WaitTask(ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if cleared, err := s.UserDataCleared(ctx, m); err != nil || !cleared {
+		t.Fatalf("user data not cleared (%v)", err)
+	}
+}

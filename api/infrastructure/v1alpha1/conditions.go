@@ -91,4 +91,7 @@ const (
 	HybridMachineBootstrapDataClearedReason = "Cleared"
 	// HybridMachineWaitingForNodeReason means the node has not joined yet.
 	HybridMachineWaitingForNodeReason = "WaitingForNode"
+	// HybridMachineClearingReason means the node joined and the platform
+	// operation that removes the user data runs (status.operation).
+	HybridMachineClearingReason = "Clearing"
 )
