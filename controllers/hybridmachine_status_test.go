@@ -56,8 +56,8 @@ func TestMachineErrorOutcome(t *testing.T) {
 	}{
 		{"session expired: quiet, soon", platform.WithRetryAfter(fmt.Errorf("%w: NotAuthenticated", platform.ErrSessionExpired), time.Second), "", time.Second, false, false},
 		{"VM gone: wait for the user", platform.ErrMachineGone, infrav1.HybridMachineVMGoneReason, 0, false, false},
-		{"operation failed: backoff, forget it", fmt.Errorf("%w: CloneVM_Task: DuplicateName", taskFailed), infrav1.HybridMachineOperationFailedReason, 0, true, true},
-		{"no capacity: its own reason", fmt.Errorf("%w (%w): CloneVM_Task", taskFailed, platform.ErrInsufficientCapacity), infrav1.HybridMachineInsufficientCapacityReason, 0, true, true},
+		{"operation failed: backoff, forget it", fmt.Errorf("%w: VirtualMachine.clone: DuplicateName", taskFailed), infrav1.HybridMachineOperationFailedReason, 0, true, true},
+		{"no capacity: its own reason", fmt.Errorf("%w (%w): VirtualMachine.clone", taskFailed, platform.ErrInsufficientCapacity), infrav1.HybridMachineInsufficientCapacityReason, 0, true, true},
 		{"not found: retried", fmt.Errorf("%w: template w2022", platform.NewError(platform.ErrNotFound, "not found in vCenter")), infrav1.HybridMachineNotFoundReason, platform.DefaultRetry, false, false},
 		{"invalid: waits for a change", fmt.Errorf("%w: spec.vsphere must be set", platform.ErrInvalid), infrav1.HybridMachineInvalidReason, 0, false, false},
 		{"not supported: waits for a change", platform.NewError(platform.ErrNotSupported, "no Azure"), infrav1.HybridMachineInvalidReason, 0, false, false},

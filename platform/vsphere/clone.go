@@ -9,6 +9,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/platform"
 )
 
 // clone starts the clone of the machine's template: configured, with its
@@ -55,7 +56,7 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 			// request was cut short (a restart) before its task was
 			// recorded, is still running: the next reconcile finds the
 			// latter by instance UUID once it ends.
-			return State{}, fmt.Errorf("a VM named %s already exists in the folder without this machine's instance UUID: another VM has the name, or this machine's clone, started before a restart, is still running", m.Name)
+			return State{}, fmt.Errorf("%w: a VM named %s already exists in the folder without this machine's instance UUID: another VM has the name, or this machine's clone, started before a restart, is still running", platform.ErrOperationFailed, m.Name)
 		}
 		if isFault[*types.ManagedObjectNotFound](err) {
 			// The template, folder, pool or datastore was replaced since it was looked up.
@@ -95,7 +96,7 @@ func deviceChanges(inv *inventory, spec *infrav1.VSphereMachineSpec) ([]types.Ba
 		disk := disks[0].(*types.VirtualDisk)
 		want := int64(spec.DiskGiB) * 1024 * 1024 * 1024
 		if disk.CapacityInBytes > want {
-			return nil, fmt.Errorf("diskGiB %d is smaller than template %s's disk (%d GiB): a disk can only grow", spec.DiskGiB, spec.Template, disk.CapacityInBytes>>30)
+			return nil, fmt.Errorf("%w: diskGiB %d is smaller than template %s's disk (%d GiB): a disk can only grow", platform.ErrInvalid, spec.DiskGiB, spec.Template, disk.CapacityInBytes>>30)
 		}
 		grown := *disk
 		grown.CapacityInBytes = want

@@ -247,7 +247,7 @@ func TestThumbprint(t *testing.T) {
 func TestFaultInjection(t *testing.T) {
 	ctx := t.Context()
 	v, creds := vcsim(t)
-	v.FailCalls(0.05, "CloneVM_Task", "PowerOnVM_Task")
+	v.FailCalls(0.05, "VirtualMachine.clone", "PowerOnVM_Task")
 	sessions := NewSessions()
 	var failures int
 	for i := range 50 {
@@ -399,18 +399,18 @@ func TestTaskError(t *testing.T) {
 		text     string
 		capacity bool
 	}{
-		{"no detail", nil, "vCenter task failed: CloneVM_Task: unknown error", false},
+		{"no detail", nil, "vCenter task failed: VirtualMachine.clone: unknown error", false},
 		{"duplicate name", &types.LocalizedMethodFault{Fault: &types.DuplicateName{}, LocalizedMessage: "name taken"},
-			"vCenter task failed: CloneVM_Task: DuplicateName: name taken", false},
-		{"no message", &types.LocalizedMethodFault{Fault: &types.DuplicateName{}}, "vCenter task failed: CloneVM_Task: DuplicateName", false},
+			"vCenter task failed: VirtualMachine.clone: DuplicateName: name taken", false},
+		{"no message", &types.LocalizedMethodFault{Fault: &types.DuplicateName{}}, "vCenter task failed: VirtualMachine.clone: DuplicateName", false},
 		{"memory", &types.LocalizedMethodFault{Fault: &types.InsufficientMemoryResourcesFault{}, LocalizedMessage: "no memory"},
-			"vCenter task failed (insufficient capacity): CloneVM_Task: InsufficientMemoryResourcesFault: no memory", true},
+			"vCenter task failed (insufficient capacity): VirtualMachine.clone: InsufficientMemoryResourcesFault: no memory", true},
 		{"disk", &types.LocalizedMethodFault{Fault: &types.NoDiskSpace{}, LocalizedMessage: "full"},
-			"vCenter task failed (insufficient capacity): CloneVM_Task: NoDiskSpace: full", true},
+			"vCenter task failed (insufficient capacity): VirtualMachine.clone: NoDiskSpace: full", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := taskError("CloneVM_Task", tt.fault)
+			err := taskError("VirtualMachine.clone", tt.fault)
 			if err.Error() != tt.text {
 				t.Errorf("text %q, want %q", err, tt.text)
 			}

@@ -76,7 +76,9 @@ const (
 	// retried with backoff.
 	HybridMachineOperationFailedReason = "OperationFailed"
 	// HybridMachinePlatformUnavailableReason means the HybridCluster's
-	// platform cannot be reached or did not answer a call in time.
+	// platform cannot be used now: it cannot be reached or did not answer
+	// a call in time, refused the login, or its credentials are missing,
+	// unreadable or not allowed for the machine's namespace.
 	HybridMachinePlatformUnavailableReason = "PlatformUnavailable"
 	// HybridMachineInvalidReason means the machine cannot be made as
 	// specified (for example a platform other than its cluster's).
