@@ -1,5 +1,6 @@
 // Package validation holds the rules of a WindowsKubeadmConfig and its
-// template, shared by the admission webhooks, the bootstrap reconciler and
-// `capwin render`, so that all three refuse the same configs with the same
-// field paths and messages.
+// template with their field paths and messages. The admission webhooks
+// apply them all (ValidateConfig); the bootstrap reconciler applies those
+// that need the Cluster (ValidateConfigForCluster), and `capwin render`
+// those of the spec alone (ValidateConfigSpec).
 package validation

@@ -21,8 +21,7 @@ func clusterWithPods(cidrs ...string) *clusterv1.Cluster {
 }
 
 // TestValidateConfig pins the field path and the gist of the message of a
-// rule from each part of the config: the webhook, the reconciler and
-// `capwin render` all report these.
+// rule from each part of the config, as the webhooks report them.
 func TestValidateConfig(t *testing.T) {
 	for _, tt := range []struct {
 		name    string

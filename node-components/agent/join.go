@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/capwin/capwin/node-components/host"
@@ -282,17 +284,24 @@ func (a *Agent) finishedBeforeRecorded(ctx context.Context, data []byte, state *
 }
 
 // removeToken deletes the bootstrap kubeconfig and the token in the node
-// configuration; what is gone already is fine.
+// configuration; what is gone already is fine. A configuration that
+// cannot be read or decoded is an error: it may still hold the token.
 func removeToken(fsys host.FS, configPath string) error {
 	if err := fsys.Remove(layout.BootstrapKubeconfig); err != nil {
 		return fmt.Errorf("removing %s: %w", layout.BootstrapKubeconfig, err)
 	}
 	data, err := fsys.ReadFile(configPath)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil // nothing to scrub
 	}
+	if err != nil {
+		return fmt.Errorf("reading %s to remove the token from it: %w", configPath, err)
+	}
 	cfg, err := nodeconfig.Decode(bytes.NewReader(data))
-	if err != nil || cfg.Join.Token == "" {
+	if err != nil {
+		return fmt.Errorf("decoding %s to remove the token from it: %w", configPath, err)
+	}
+	if cfg.Join.Token == "" {
 		return nil
 	}
 	cfg.Join.Token = ""

@@ -426,7 +426,7 @@ func (j *join) discovery(ctx context.Context) (string, error) {
 
 func (j *join) kubelet(ctx context.Context) (string, error) {
 	// A reboot may have removed the network since the hns-network phase
-	// (flannel's are non-persistent; the simulation drops them all).
+	// (flannel's are non-persistent, and the simulation drops those too).
 	if _, err := j.ensureExternalNetwork(ctx); err != nil {
 		return "", err
 	}

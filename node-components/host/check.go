@@ -3,8 +3,9 @@ package host
 // The checks of this file are the rules of the Windows service manager, the
 // machine environment and HNS that capwin relies on. host/windows runs them
 // before each call, and host/sim runs the same ones, so that the simulation
-// accepts nothing Windows would refuse. Their errors name fields, never
-// values: an environment value or an argument may be a secret.
+// accepts nothing Windows would refuse. Their errors never quote an
+// environment value or a service's arguments after its executable: either
+// may be a secret.
 
 import (
 	"errors"
@@ -122,6 +123,18 @@ func checkServiceEnvironment(env []string) error {
 func CheckEnvironmentName(name string) error {
 	if name == "" || strings.ContainsAny(name, "=\x00") {
 		return fmt.Errorf("%q is not an environment variable name", name)
+	}
+	return nil
+}
+
+// CheckEnvironment rejects a machine environment variable Windows cannot
+// hold: a bad name, or a value with a NUL. The value is never quoted.
+func CheckEnvironment(name, value string) error {
+	if err := CheckEnvironmentName(name); err != nil {
+		return err
+	}
+	if strings.ContainsRune(value, 0) {
+		return fmt.Errorf("%s: the value contains a NUL", name)
 	}
 	return nil
 }

@@ -267,11 +267,8 @@ func (e environment) Get(_ context.Context, name string) (string, bool, error) {
 }
 
 func (e environment) Set(_ context.Context, name, value string) error {
-	if err := host.CheckEnvironmentName(name); err != nil {
+	if err := host.CheckEnvironment(name, value); err != nil {
 		return fmt.Errorf("setting machine environment variable: %w", err)
-	}
-	if strings.ContainsRune(value, 0) {
-		return fmt.Errorf("setting machine environment variable %s: the value contains a NUL", name)
 	}
 	e.h.mu.Lock()
 	defer e.h.mu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -51,11 +50,8 @@ func (environment) Get(_ context.Context, name string) (string, bool, error) {
 // which stays so: rewriting Path as REG_SZ would leave every %SystemRoot% in
 // it unexpanded and break the machine.
 func (environment) Set(_ context.Context, name, value string) error {
-	if err := host.CheckEnvironmentName(name); err != nil {
+	if err := host.CheckEnvironment(name, value); err != nil {
 		return fmt.Errorf("setting machine environment variable: %w", err)
-	}
-	if strings.ContainsRune(value, 0) {
-		return fmt.Errorf("setting machine environment variable %s: the value contains a NUL", name)
 	}
 	k, err := registry.OpenKey(registry.LOCAL_MACHINE, machineEnvironmentKey, registry.QUERY_VALUE|registry.SET_VALUE)
 	if err != nil {
