@@ -42,8 +42,8 @@ func clusterErrorOutcome(err error) errorOutcome {
 		{platform.ErrNotFound, infrav1.HybridClusterNotFoundReason, true},
 		{platform.ErrUnavailable, infrav1.HybridClusterUnreachableReason, true},
 	}
-	if errors.Is(err, platform.ErrSessionExpired) {
-		return errorOutcome{result: retry}
+	if o, ok := sessionExpired(err); ok {
+		return o
 	}
 	for _, k := range reasons {
 		if errors.Is(err, k.kind) {

@@ -317,7 +317,7 @@ func (r *HybridMachineReconciler) clearBootstrapData(ctx context.Context, s *mac
 	}
 	cleared, err := s.platform.BootstrapDataCleared(ctx, &s.vm)
 	if err != nil {
-		return retryError(err)
+		return retryAfterProvisioned(err)
 	}
 	if cleared {
 		setBootstrapDataCleared(s.hm, bootstrapDataCleared())
@@ -332,7 +332,7 @@ func (r *HybridMachineReconciler) clearBootstrapData(ctx context.Context, s *mac
 		return ctrl.Result{}, false, err
 	}
 	if err != nil {
-		return retryError(err)
+		return retryAfterProvisioned(err)
 	}
 	s.hm.Status.Operation = op
 	setBootstrapDataCleared(s.hm, notYet(infrav1.HybridMachineClearingReason, "Removing the bootstrap data from the VM"))
@@ -360,12 +360,12 @@ func (r *HybridMachineReconciler) platformError(s *machineScope, err error) (ctr
 	return o.result, false, o.err
 }
 
-// retryError retries an error met after the VM is provisioned, which
+// retryAfterProvisioned retries an error met after the VM is provisioned, which
 // leaves VMProvisioned alone: a new session soon, anything else with the
 // controller's backoff.
-func retryError(err error) (ctrl.Result, bool, error) {
-	if errors.Is(err, platform.ErrSessionExpired) {
-		return ctrl.Result{RequeueAfter: platform.RetryAfter(err)}, false, nil
+func retryAfterProvisioned(err error) (ctrl.Result, bool, error) {
+	if o, ok := sessionExpired(err); ok {
+		return o.result, false, nil
 	}
 	return ctrl.Result{}, false, err
 }

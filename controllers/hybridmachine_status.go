@@ -113,10 +113,10 @@ func machineErrorOutcome(err error) errorOutcome {
 		cond := notYet(reason, message)
 		return &cond
 	}
+	if o, ok := sessionExpired(err); ok {
+		return o
+	}
 	switch {
-	case errors.Is(err, platform.ErrSessionExpired):
-		// Log in again, without a word: the next try opens a session.
-		return errorOutcome{result: retry}
 	case errors.Is(err, platform.ErrMachineGone):
 		return errorOutcome{condition: c(infrav1.HybridMachineVMGoneReason, vmGoneMessage)}
 	case errors.Is(err, platform.ErrInsufficientCapacity):
@@ -150,11 +150,20 @@ func connectError(err error) error {
 	return err
 }
 
+// sessionExpired is the outcome of an expired platform session, on any
+// object and in any phase: log in again soon, without a word.
+func sessionExpired(err error) (errorOutcome, bool) {
+	if !errors.Is(err, platform.ErrSessionExpired) {
+		return errorOutcome{}, false
+	}
+	return errorOutcome{result: ctrl.Result{RequeueAfter: platform.RetryAfter(err)}}, true
+}
+
 // deleteErrorOutcome maps a platform error met while deleting a machine: a
 // failed power-off or delete is reported and retried with backoff.
 func deleteErrorOutcome(err error) errorOutcome {
-	if errors.Is(err, platform.ErrSessionExpired) {
-		return errorOutcome{result: ctrl.Result{RequeueAfter: platform.RetryAfter(err)}}
+	if o, ok := sessionExpired(err); ok {
+		return o
 	}
 	c := notYet(infrav1.HybridMachineDeletingReason, err.Error())
 	return errorOutcome{condition: &c, err: err}
