@@ -37,6 +37,9 @@ const (
 	operationPoll = 5 * time.Second
 	// addressPoll is how soon a running VM without guest addresses is looked at again.
 	addressPoll = 15 * time.Second
+	// staleCacheRetry is how soon a reconcile that read an object older
+	// than what it last wrote tries again.
+	staleCacheRetry = 100 * time.Millisecond
 )
 
 // HybridMachineReconciler makes a HybridMachine's VM: it waits for the
@@ -46,6 +49,10 @@ type HybridMachineReconciler struct {
 	Client client.Client
 	// Platforms gives each HybridCluster its platform.
 	Platforms platform.Factory
+
+	// written keeps a reconcile from acting on a copy older than what the
+	// last one wrote.
+	written written
 }
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=hybridmachines;hybridmachines/status;hybridmachines/finalizers,verbs=get;list;watch;update;patch
@@ -116,22 +123,31 @@ type machinePhase func(ctx context.Context, s *machineScope) (res ctrl.Result, n
 func (r *HybridMachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	hm := &infrav1.HybridMachine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, hm); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.written.stale(hm) {
+		// The operation the last reconcile recorded (a clone's task) is
+		// not in this copy: acting on it could start a second one.
+		return ctrl.Result{RequeueAfter: staleCacheRetry}, nil
+	}
+	c := r.written.recording(r.Client)
 	s, err := r.scope(ctx, hm)
 	if err != nil || s == nil {
 		return ctrl.Result{}, err
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KObj(s.machine), "Cluster", klog.KObj(s.cluster)))
 
-	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, hm, infrav1.MachineFinalizer); err != nil || added {
+	if added, err := finalizers.EnsureFinalizer(ctx, c, hm, infrav1.MachineFinalizer); err != nil || added {
 		return ctrl.Result{}, err
 	}
-	helper, err := patch.NewHelper(hm, r.Client)
+	helper, err := patch.NewHelper(hm, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, s.cluster, hm); err != nil || isPaused || requeue {
+	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, c, s.cluster, hm); err != nil || isPaused || requeue {
 		return ctrl.Result{}, err
 	}
 	defer func() {

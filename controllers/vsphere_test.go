@@ -392,6 +392,60 @@ func TestFaultInjectionFiftyMachines(t *testing.T) {
 	g.Expect(sessions.Opened()).To(BeNumerically("<=", 2))
 }
 
+// TestOneClonePerMachineWhileMachinesChange: Machine updates wake the
+// reconciler at any moment, also just after it recorded a clone and before
+// its cache holds that record; vCenter is asked for one clone per machine
+// all the same.
+func TestOneClonePerMachineWhileMachinesChange(t *testing.T) {
+	g := NewWithT(t)
+	v := vspheresim.StartT(t)
+	vspheresim.DelayTasks(t, map[string]int{"CloneVm": 1000, "LockHandoff": 0})
+	ns := newNamespace(t)
+	startControllers(t, vsphere.NewSessions(), ns)
+	cluster(t, v, ns, nil)
+	markInfrastructureProvisioned(t, ns)
+	var names []string
+	for i := range 20 {
+		names = append(names, fmt.Sprintf("c%02d", i))
+	}
+	done := make(chan struct{})
+	churned := make(chan struct{})
+	go func() {
+		defer close(churned)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			for _, n := range names {
+				m := &clusterv1.Machine{}
+				if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: n}, m); err != nil {
+					continue
+				}
+				p := client.MergeFrom(m.DeepCopy())
+				m.Annotations = map[string]string{"churn": fmt.Sprint(i)}
+				_ = env.Client.Patch(t.Context(), m, p)
+			}
+		}
+	}()
+	for _, n := range names {
+		machine(t, ns, n, "DC0_H0_VM0")
+	}
+	g.Eventually(func(g Gomega) {
+		for _, n := range names {
+			g.Expect(getHM(g, ns, n).Status.Initialization.Provisioned).To(Equal(ptr.To(true)), n)
+		}
+	}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
+	close(done)
+	<-churned
+	asked, err := v.CloneRequests(t.Context())
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, n := range names {
+		g.Expect(asked[n]).To(Equal(1), "clones asked for machine %s", n)
+	}
+}
+
 // TestTaskFailure: a clone task that fails (its VM name is taken by a VM
 // capwin did not make) is reported with vCenter's reason and retried, and
 // the other VM is left alone.

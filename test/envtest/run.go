@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -16,8 +21,10 @@ import (
 // Run is a TestMain body: it starts an Environment with opts and stores it in
 // *env; if setup is given, it makes a manager, lets setup register
 // reconcilers or webhooks on it and starts it. It then runs the tests and
-// stops the manager before the API server. It returns the exit code.
+// stops the manager before the API server. It returns the exit code. The
+// controllers' logs go to stderr when TEST_LOG is set, and nowhere otherwise.
 func Run(m *testing.M, env **Environment, opts Options, setup func(ctrl.Manager) error) int {
+	ctrl.SetLogger(testLogger())
 	ctx := context.Background()
 	e, err := Start(ctx, opts)
 	if err != nil {
@@ -52,6 +59,16 @@ func Run(m *testing.M, env **Environment, opts Options, setup func(ctrl.Manager)
 		}
 	}
 	return m.Run()
+}
+
+// testLogger writes to stderr when TEST_LOG is set and discards otherwise.
+func testLogger() logr.Logger {
+	if os.Getenv("TEST_LOG") == "" {
+		return logr.Discard()
+	}
+	return funcr.New(func(prefix, args string) {
+		fmt.Fprintln(os.Stderr, prefix, args)
+	}, funcr.Options{LogTimestamp: true, Verbosity: 4})
 }
 
 // DecodeObjects splits a multi-document YAML (or JSON) stream into objects,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi"
+	"github.com/vmware/govmomi/event"
 	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -165,4 +166,28 @@ func (v *VCenter) SessionUserAgents(ctx context.Context) ([]string, error) {
 		out = append(out, us.UserAgent)
 	}
 	return out, nil
+}
+
+// CloneRequests counts, by destination name, the clones vCenter was asked
+// for (its VmBeingClonedEvents), failed ones included: a machine asked for
+// twice shows 2.
+func (v *VCenter) CloneRequests(ctx context.Context) (map[string]int, error) {
+	out := map[string]int{}
+	err := v.with(ctx, func(c *govmomi.Client) error {
+		events, err := event.NewManager(c.Client).QueryEvents(ctx, types.EventFilterSpec{
+			Entity:      &types.EventFilterSpecByEntity{Entity: c.ServiceContent.RootFolder, Recursion: types.EventFilterSpecRecursionOptionAll},
+			EventTypeId: []string{"VmBeingClonedEvent"},
+			MaxCount:    1000, // vcsim's most; its default is a page of 10
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			if c, ok := e.(*types.VmBeingClonedEvent); ok {
+				out[c.DestName]++
+			}
+		}
+		return nil
+	})
+	return out, err
 }
