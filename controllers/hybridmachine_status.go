@@ -52,10 +52,14 @@ func bootstrapDataCleared() metav1.Condition {
 }
 
 // vmProvisioned is the VMProvisioned condition of an EnsureMachine state:
-// creating or starting while an operation runs, true once none does.
+// creating or starting while an operation runs, true once none does (with
+// reason NetworkNotApplied when the guest did not take its static address).
 func vmProvisioned(st platform.MachineState) metav1.Condition {
 	switch st.Operation.Type {
 	case "":
+		if st.NetworkNotApplied != "" {
+			return metav1.Condition{Status: metav1.ConditionTrue, Reason: infrav1.HybridMachineNetworkNotAppliedReason, Message: st.NetworkNotApplied}
+		}
 		return metav1.Condition{Status: metav1.ConditionTrue, Reason: infrav1.HybridMachineVMProvisionedReason}
 	case infrav1.MachineOperationCreate, infrav1.MachineOperationWaitForCreate:
 		return notYet(infrav1.HybridMachineCreatingReason, operationMessage(st.Operation))

@@ -31,6 +31,8 @@ func TestVMProvisioned(t *testing.T) {
 			metav1.ConditionFalse, infrav1.HybridMachineStartingReason, "operation PowerOn (task-2)"},
 		{"configure runs", platform.MachineState{Exists: true, Operation: infrav1.MachineOperation{Type: infrav1.MachineOperationConfigure, ID: "task-3"}},
 			metav1.ConditionFalse, infrav1.HybridMachineStartingReason, "operation Configure (task-3)"},
+		{"running without its static address", platform.MachineState{Exists: true, Running: true, ProviderID: "vsphere://x", NetworkNotApplied: "VMware Tools reports 192.168.0.9"},
+			metav1.ConditionTrue, infrav1.HybridMachineNetworkNotAppliedReason, "VMware Tools reports 192.168.0.9"},
 		{"a long ID is left out", platform.MachineState{Operation: infrav1.MachineOperation{Type: infrav1.MachineOperationCreate, ID: strings.Repeat("t", 65)}},
 			metav1.ConditionFalse, infrav1.HybridMachineCreatingReason, "operation Create"},
 	}

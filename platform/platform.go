@@ -63,8 +63,12 @@ type MachineState struct {
 	Running bool
 	// ProviderID is the provider ID its Node gets, once the VM exists.
 	ProviderID string
-	// Addresses are the guest's IP addresses, once the guest reports them.
+	// Addresses are the guest's IP addresses on the machine's own network
+	// devices, once the guest reports them.
 	Addresses []string
+	// NetworkNotApplied says how the guest's addresses differ from the
+	// static ones the spec asks for; empty when they do not.
+	NetworkNotApplied string
 }
 
 // DefaultRetry is how soon an unreachable or misconfigured platform is

@@ -13,7 +13,7 @@ import (
 )
 
 // clone starts the clone of the machine's template: configured, with its
-// guestinfo, and powered on when done.
+// user data, and powered off.
 func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (State, error) {
 	inv, err := s.inventory(ctx, dc, m.Spec)
 	if err != nil {
@@ -28,6 +28,12 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 		NumCPUs:      m.Spec.NumCPUs,
 		MemoryMB:     m.Spec.MemoryMiB,
 		ExtraConfig:  guestinfo,
+		// The vSphere CSI driver finds a volume's disk in the guest by its
+		// UUID, which the guest sees only with disk.EnableUUID.
+		Flags: &types.VirtualMachineFlagInfo{DiskUuidEnabled: types.NewBool(true)},
+		// A template's vApp properties make cloud-init read the OVF
+		// datasource and ignore guestinfo: the clone has none.
+		VAppConfigRemoved: types.NewBool(true),
 	}
 	config.DeviceChange, err = deviceChanges(inv, m.Spec)
 	if err != nil {
@@ -37,9 +43,11 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 	if inv.datastore != nil {
 		relocate.Datastore = types.NewReference(*inv.datastore)
 	}
-	// A machine with static addresses is powered on only once its metadata
-	// names its NICs by the MAC addresses vCenter gives them.
-	spec := types.VirtualMachineCloneSpec{Location: relocate, Config: config, PowerOn: !hasStatic(m.Spec)}
+	// The clone stays off: the guest is powered on only once its network
+	// metadata names each NIC by the MAC address vCenter gives it (see
+	// observe), since cloud-init and cloudbase-init configure only the
+	// NICs an entry matches.
+	spec := types.VirtualMachineCloneSpec{Location: relocate, Config: config}
 	if m.Spec.CloneMode == infrav1.LinkedClone {
 		spec.Location.DiskMoveType = string(types.VirtualMachineRelocateDiskMoveOptionsCreateNewChildDiskBacking)
 		if inv.snapshot == nil {

@@ -12,6 +12,7 @@ import (
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/internal/userdata"
+	"github.com/capwin/capwin/platform"
 )
 
 // GuestInfo is the extraConfig that hands the machine its metadata and user
@@ -44,7 +45,8 @@ func GuestInfo(m Machine, macs []string) ([]types.BaseOptionValue, error) {
 }
 
 // metadata is the instance metadata: the host name and the network. A NIC
-// is matched by its MAC address when it is known.
+// is matched by its MAC address, and named eth0, eth1, ..., once vCenter
+// has given it one; before, the VM is off and nothing reads the entry.
 func metadata(m Machine, macs []string) ([]byte, error) {
 	type ethernet struct {
 		Match       map[string]string   `json:"match,omitempty"`
@@ -73,23 +75,23 @@ func metadata(m Machine, macs []string) ([]byte, error) {
 	})
 }
 
-// hasStatic reports whether a device of the spec has static addresses.
-func hasStatic(spec *infrav1.VSphereMachineSpec) bool {
-	for _, d := range spec.Network {
-		if len(d.IPAddrs) > 0 {
-			return true
-		}
+// nicMACs are the MAC addresses of the VM's network devices, in device order.
+func nicMACs(devices []types.BaseVirtualDevice) []string {
+	var macs []string
+	for _, d := range object.VirtualDeviceList(devices).SelectByType((*types.VirtualEthernetCard)(nil)) {
+		macs = append(macs, d.(types.BaseVirtualEthernetCard).GetVirtualEthernetCard().MacAddress)
 	}
-	return false
+	return macs
 }
 
-// writeStaticMetadata rewrites guestinfo.metadata with the NICs' MAC
-// addresses, which the guest matches its static addresses on. It returns the
-// reconfigure task, or nothing when the metadata is already right.
-func (s *Session) writeStaticMetadata(ctx context.Context, vm *object.VirtualMachine, config *types.VirtualMachineConfigInfo, m Machine) (string, error) {
-	var macs []string
-	for _, d := range object.VirtualDeviceList(config.Hardware.Device).SelectByType((*types.VirtualEthernetCard)(nil)) {
-		macs = append(macs, d.(types.BaseVirtualEthernetCard).GetVirtualEthernetCard().MacAddress)
+// writeNetworkMetadata rewrites guestinfo.metadata with the NICs' MAC
+// addresses, which the guest matches its network configuration on: an
+// entry cloud-init or cloudbase-init cannot match to a NIC configures
+// nothing. It returns the reconfigure task, or nothing when the metadata is
+// already right.
+func (s *Session) writeNetworkMetadata(ctx context.Context, vm *object.VirtualMachine, config *types.VirtualMachineConfigInfo, macs []string, m Machine) (string, error) {
+	if len(macs) < len(m.Spec.Network) {
+		return "", fmt.Errorf("%w: VM %s has %d network devices, and spec.vsphere.network names %d", platform.ErrInvalid, vm.Reference().Value, len(macs), len(m.Spec.Network))
 	}
 	want, err := metadata(m, macs)
 	if err != nil {

@@ -19,6 +19,9 @@ type Machine struct {
 	Spec            *infrav1.VSphereMachineSpec
 	OS              infrav1.OSType
 	ComputerName    string
+	// ControlPlaneHost is the cluster's control-plane endpoint host, which
+	// is never one of the machine's own addresses.
+	ControlPlaneHost string
 	// UserData is the bootstrap script, written to guestinfo.userdata.
 	UserData []byte
 	// Op is the operation an earlier reconcile recorded: its ID is a task
@@ -75,8 +78,12 @@ func (s *Session) reconcile(ctx context.Context, m Machine) (State, error) {
 		// vCenter can show a clone's VM before the clone ends: a task still
 		// running is waited for, or a power-on, and a delete after it,
 		// would race the clone and the clone would leave its VM behind.
-		if st, err := s.checkTask(ctx, m.Op); err == nil && !st.Op.IsZero() {
+		st, err := s.checkTask(ctx, m.Op)
+		if err == nil && !st.Op.IsZero() {
 			return st, nil
+		}
+		if err == nil {
+			m.Op = infrav1.MachineOperation{} // ended: observe need not look again
 		}
 	}
 	if vm == nil {

@@ -11,7 +11,9 @@ import (
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/session"
+	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 	"k8s.io/utils/ptr"
 
@@ -330,35 +332,120 @@ func TestSessionReestablished(t *testing.T) {
 
 // TestStaticAddresses: a machine with static addresses is powered on only
 // once its metadata matches its NIC by the MAC address vCenter gave it.
-func TestStaticAddresses(t *testing.T) {
-	ctx := t.Context()
-	s, _ := newSession(t)
-	m := machine("static")
-	m.OS = infrav1.OSLinux
-	m.Spec.Network = []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", IPAddrs: []string{"10.0.0.21/24"}, Gateway4: "10.0.0.1", Nameservers: []string{"10.0.0.2"}}}
-	provision(ctx, t, s, m, 0)
+// TestNetworkMetadataByMAC: every NIC's entry, static or DHCP, matches the
+// MAC address vCenter gave it (an entry without a match names an interface
+// id0, which no guest has), and the VM is powered on only after.
+func TestNetworkMetadataByMAC(t *testing.T) {
+	for name, network := range map[string]infrav1.VSphereNetworkDevice{
+		"dhcp":   {NetworkName: "VM Network", DHCP4: ptr.To(true)},
+		"static": {NetworkName: "VM Network", IPAddrs: []string{"10.0.0.21/24"}, Gateway4: "10.0.0.1", Nameservers: []string{"10.0.0.2"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			s, _ := newSession(t)
+			m := machine(name)
+			m.OS = infrav1.OSLinux
+			m.Spec.Network = []infrav1.VSphereNetworkDevice{network}
+			// The clone comes up off: nothing may boot before the metadata is right.
+			st, err := s.Reconcile(ctx, m)
+			if err != nil || st.Op.Type != infrav1.MachineOperationCreate {
+				t.Fatalf("want a clone, got %+v, %v", st, err)
+			}
+			waitTask(ctx, t, s, st.Op.ID)
+			if o := vmConfig(ctx, t, s, m); o.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOff {
+				t.Fatalf("the clone is %s before its network metadata is written", o.Runtime.PowerState)
+			}
+			m.Op = st.Op
+			provision(ctx, t, s, m, 0)
 
+			o := vmConfig(ctx, t, s, m)
+			nic := object.VirtualDeviceList(o.Config.Hardware.Device).SelectByType((*types.VirtualEthernetCard)(nil))[0]
+			mac := nic.(types.BaseVirtualEthernetCard).GetVirtualEthernetCard().MacAddress
+			var meta string
+			for _, v := range o.Config.ExtraConfig {
+				if ov := v.GetOptionValue(); ov.Key == "guestinfo.metadata" {
+					meta = decode(t, fmt.Sprint(ov.Value))
+				}
+			}
+			want := []string{"macaddress: " + mac, "set-name: eth0"}
+			if name == "static" {
+				want = append(want, "10.0.0.21/24", "gateway4: 10.0.0.1")
+			} else {
+				want = append(want, "dhcp4: true")
+			}
+			for _, w := range want {
+				if !strings.Contains(meta, w) {
+					t.Errorf("metadata lacks %q:\n%s", w, meta)
+				}
+			}
+		})
+	}
+}
+
+// TestCloneSpecFlags: the clone asks for disk UUIDs (the vSphere CSI
+// driver needs them) and drops the template's vApp configuration (whose
+// OVF properties cloud-init would read instead of guestinfo). vcsim does
+// not keep either in the VM, so the request itself is looked at.
+func TestCloneSpecFlags(t *testing.T) {
+	ctx := t.Context()
+	_, creds := vcsim(t)
+	sessions := NewSessions()
+	var clones []*types.CloneVM_Task
+	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper {
+		return recordClones{RoundTripper: rt, clones: &clones}
+	}
+	s, err := sessions.Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reconcile(ctx, machine("flags")); err != nil {
+		t.Fatal(err)
+	}
+	if len(clones) != 1 {
+		t.Fatalf("%d clone requests, want 1", len(clones))
+	}
+	config := clones[0].Spec.Config
+	if config == nil || config.Flags == nil || !ptr.Deref(config.Flags.DiskUuidEnabled, false) {
+		t.Errorf("the clone does not enable disk UUIDs: %+v", config)
+	}
+	if config == nil || !ptr.Deref(config.VAppConfigRemoved, false) {
+		t.Errorf("the clone keeps the template's vApp configuration")
+	}
+	if clones[0].Spec.PowerOn {
+		t.Errorf("the clone powers on before its network metadata names its NICs")
+	}
+}
+
+type recordClones struct {
+	soap.RoundTripper
+	clones *[]*types.CloneVM_Task
+}
+
+func (r recordClones) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
+	if body, ok := req.(*methods.CloneVM_TaskBody); ok {
+		*r.clones = append(*r.clones, body.Req)
+	}
+	return r.RoundTripper.RoundTrip(ctx, req, res)
+}
+
+func waitTask(ctx context.Context, t testing.TB, s *Session, id string) {
+	t.Helper()
+	if err := object.NewTask(s.Client, types.ManagedObjectReference{Type: "Task", Value: id}).Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func vmConfig(ctx context.Context, t testing.TB, s *Session, m Machine) mo.VirtualMachine {
+	t.Helper()
 	vm, err := s.findVM(ctx, mustDC(ctx, t, s), m)
 	if err != nil || vm == nil {
 		t.Fatalf("VM not found: %v", err)
 	}
 	var o mo.VirtualMachine
-	if err := vm.Properties(ctx, vm.Reference(), []string{"config"}, &o); err != nil {
+	if err := vm.Properties(ctx, vm.Reference(), []string{"config", "runtime.powerState"}, &o); err != nil {
 		t.Fatal(err)
 	}
-	nic := object.VirtualDeviceList(o.Config.Hardware.Device).SelectByType((*types.VirtualEthernetCard)(nil))[0]
-	mac := nic.(types.BaseVirtualEthernetCard).GetVirtualEthernetCard().MacAddress
-	var meta string
-	for _, v := range o.Config.ExtraConfig {
-		if ov := v.GetOptionValue(); ov.Key == "guestinfo.metadata" {
-			meta = decode(t, fmt.Sprint(ov.Value))
-		}
-	}
-	for _, want := range []string{"macaddress: " + mac, "set-name: eth0", "10.0.0.21/24", "gateway4: 10.0.0.1"} {
-		if !strings.Contains(meta, want) {
-			t.Errorf("metadata lacks %q:\n%s", want, meta)
-		}
-	}
+	return o
 }
 
 // TestLinkedClone clones from the template's snapshot; without a snapshot a

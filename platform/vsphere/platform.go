@@ -75,11 +75,12 @@ func (p *Platform) EnsureMachine(ctx context.Context, m *platform.Machine) (plat
 		return platform.MachineState{Operation: st.Op}, p.neutral(err)
 	}
 	return platform.MachineState{
-		Operation:  st.Op,
-		Exists:     st.Exists,
-		Running:    st.PoweredOn,
-		ProviderID: st.ProviderID(),
-		Addresses:  st.Addresses,
+		Operation:         st.Op,
+		Exists:            st.Exists,
+		Running:           st.PoweredOn,
+		ProviderID:        st.ProviderID(),
+		Addresses:         st.Addresses,
+		NetworkNotApplied: st.NetworkNotApplied,
 	}, nil
 }
 
@@ -120,15 +121,16 @@ func (p *Platform) machine(m *platform.Machine) (Machine, error) {
 		return Machine{}, fmt.Errorf("%w: spec.vsphere must be set: a HybridMachine is on its HybridCluster's platform, vSphere", platform.ErrInvalid)
 	}
 	vm := Machine{
-		Namespace:    hm.Namespace,
-		Name:         hm.Name,
-		Datacenter:   p.cluster.Spec.VSphere.Datacenter,
-		Spec:         hm.Spec.VSphere,
-		OS:           hm.Spec.OS.Type,
-		ComputerName: m.ComputerName,
-		UserData:     m.BootstrapData,
-		Op:           hm.Status.Operation,
-		Provisioned:  ptr.Deref(hm.Status.Initialization.Provisioned, false),
+		Namespace:        hm.Namespace,
+		Name:             hm.Name,
+		Datacenter:       p.cluster.Spec.VSphere.Datacenter,
+		Spec:             hm.Spec.VSphere,
+		OS:               hm.Spec.OS.Type,
+		ComputerName:     m.ComputerName,
+		ControlPlaneHost: p.cluster.Spec.ControlPlaneEndpoint.Host,
+		UserData:         m.BootstrapData,
+		Op:               hm.Status.Operation,
+		Provisioned:      ptr.Deref(hm.Status.Initialization.Provisioned, false),
 	}
 	if hm.DeletionTimestamp != nil {
 		vm.DeletingSince = hm.DeletionTimestamp.Time

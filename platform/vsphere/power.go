@@ -23,8 +23,12 @@ type State struct {
 	// BIOSUUID is the VM's BIOS UUID, the Node's provider ID suffix.
 	BIOSUUID  string
 	PoweredOn bool
-	// Addresses are the guest's IP addresses, once VMware Tools reports them.
+	// Addresses are the guest's IP addresses on the VM's own NICs, once
+	// VMware Tools reports them (see guestAddresses).
 	Addresses []string
+	// NetworkNotApplied says why the guest's addresses are not the static
+	// ones its spec asks for; empty when they are, or none are asked for.
+	NetworkNotApplied string
 }
 
 // ProviderID is the provider ID of a VM as the vSphere cloud provider sets it.
@@ -35,25 +39,27 @@ func (s State) ProviderID() string {
 	return "vsphere://" + s.BIOSUUID
 }
 
-// observe reads the VM's state and powers it on if it is off.
+// observe reads the VM's state and powers it on if it is off: a machine not
+// yet provisioned only once its network metadata names its NICs by MAC.
 func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Machine) (State, error) {
 	var o mo.VirtualMachine
-	props := []string{"config.uuid", "runtime.powerState", "guest.net"}
-	if hasStatic(m.Spec) {
-		props = append(props, "config.hardware.device", "config.extraConfig")
+	props := []string{"config.uuid", "config.hardware.device", "runtime.powerState", "guest.net"}
+	if !m.Provisioned {
+		props = append(props, "config.extraConfig")
 	}
 	if err := vm.Properties(ctx, vm.Reference(), props, &o); err != nil {
 		return State{}, fmt.Errorf("reading VM %s: %w", vm.Reference().Value, err)
 	}
 	st := State{Exists: true}
+	var macs []string
 	if o.Config != nil {
 		st.BIOSUUID = o.Config.Uuid
+		macs = nicMACs(o.Config.Hardware.Device)
 	}
 	st.PoweredOn = o.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
 	if o.Guest != nil {
-		for _, nic := range o.Guest.Net {
-			st.Addresses = append(st.Addresses, nic.IpAddress...)
-		}
+		st.Addresses = guestAddresses(o.Guest.Net, macs, m.ControlPlaneHost)
+		st.NetworkNotApplied = staticNotApplied(m.Spec, o.Guest.Net, macs)
 	}
 	if !st.PoweredOn {
 		if !m.Op.IsZero() {
@@ -63,8 +69,8 @@ func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Mach
 				return st, err
 			}
 		}
-		if hasStatic(m.Spec) && o.Config != nil {
-			task, err := s.writeStaticMetadata(ctx, vm, o.Config, m)
+		if !m.Provisioned && o.Config != nil {
+			task, err := s.writeNetworkMetadata(ctx, vm, o.Config, macs, m)
 			if err != nil || task != "" {
 				st.Op = infrav1.MachineOperation{Type: infrav1.MachineOperationConfigure, ID: task}
 				return st, err
@@ -79,8 +85,6 @@ func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Mach
 	return st, nil
 }
 
-// checkTask returns the operation while its task runs, nothing once it
-// succeeded, and ErrTaskFailed with vCenter's message when it failed.
 func (s *Session) checkTask(ctx context.Context, op infrav1.MachineOperation) (State, error) {
 	ref := op.ID
 	var task mo.Task

@@ -230,7 +230,7 @@ func (g *Guests) boot(vm *vspheresim.VM, now time.Time) *guest {
 		g.reject(gs, err)
 		return gs
 	}
-	ip, err := g.address(meta)
+	ip, err := g.address(vm, meta)
 	if err != nil {
 		g.reject(gs, err)
 		return gs
@@ -306,15 +306,21 @@ var guestBuilds = map[string]string{
 }
 
 // metadata is what the guest reads of guestinfo.metadata: its host name
-// and the address its first network device gets.
+// and its network configuration (cloud-init's network config version 2).
 type metadata struct {
 	LocalHostname string `json:"local-hostname"`
 	Network       struct {
-		Ethernets map[string]struct {
-			DHCP4     bool     `json:"dhcp4"`
-			Addresses []string `json:"addresses"`
-		} `json:"ethernets"`
+		Ethernets map[string]ethernet `json:"ethernets"`
 	} `json:"network"`
+}
+
+type ethernet struct {
+	Match struct {
+		MACAddress string `json:"macaddress"`
+		Name       string `json:"name"`
+	} `json:"match"`
+	DHCP4     bool     `json:"dhcp4"`
+	Addresses []string `json:"addresses"`
 }
 
 func readMetadata(extra map[string]string) (*metadata, error) {
@@ -332,28 +338,72 @@ func readMetadata(extra map[string]string) (*metadata, error) {
 	return meta, nil
 }
 
-// address is the IPv4 address of the guest's first network device: its
-// first static address, or one the simulated network's DHCP server leases
-// (192.168.0.0/16, in order).
-func (g *Guests) address(meta *metadata) (string, error) {
+// The name the guest's kernel gives the VM's first network device: a
+// vmxnet3 NIC on its PCIe slot for Linux, Ethernet0 for Windows.
+const (
+	linuxNIC   = "ens192"
+	windowsNIC = "Ethernet0"
+)
+
+// address is the IPv4 address the guest's first network device gets from
+// the network configuration, as the guest's software applies it.
+//
+// cloud-init (Linux) configures an interface only when an entry matches
+// it: by its match block (MAC address or name), or by the entry's key when
+// it has no match block. The configuration replaces the image's, so a NIC
+// no entry matches gets no address at all and the machine never becomes a
+// node.
+//
+// cloudbase-init (Windows; 1.1.5 or later reads the network from
+// guestinfo) applies an entry only to the adapter with the entry's MAC
+// address; an adapter it does not configure keeps Windows' default, DHCP.
+//
+// DHCP addresses come from the simulated network's server (192.168.0.0/16,
+// in order).
+func (g *Guests) address(vm *vspheresim.VM, meta *metadata) (string, error) {
+	if len(vm.MACs) == 0 {
+		return "", errors.New("the VM has no network device")
+	}
+	mac := vm.MACs[0]
 	ids := make([]string, 0, len(meta.Network.Ethernets))
 	for id := range meta.Network.Ethernets {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	if len(ids) == 0 {
-		return "", errors.New("guestinfo.metadata configures no network device")
+	var e *ethernet
+	for _, id := range ids {
+		c := meta.Network.Ethernets[id]
+		if isWindows(vm) {
+			if strings.EqualFold(c.Match.MACAddress, mac) {
+				e = &c
+				break
+			}
+			continue
+		}
+		switch {
+		case c.Match.MACAddress != "" || c.Match.Name != "":
+			if (c.Match.MACAddress == "" || strings.EqualFold(c.Match.MACAddress, mac)) && (c.Match.Name == "" || c.Match.Name == linuxNIC) {
+				e = &c
+			}
+		case id == linuxNIC:
+			e = &c
+		}
+		if e != nil {
+			break
+		}
 	}
-	e := meta.Network.Ethernets[ids[0]]
-	if len(e.Addresses) > 0 {
+	if e == nil && !isWindows(vm) {
+		return "", fmt.Errorf("cloud-init: no entry of the network configuration (%s) matches network device %s (MAC %s): it gets no address", strings.Join(ids, ", "), linuxNIC, mac)
+	}
+	if e != nil && len(e.Addresses) > 0 {
 		ip, _, err := net.ParseCIDR(e.Addresses[0])
 		if err != nil {
 			return "", fmt.Errorf("guestinfo.metadata: address %q: %w", e.Addresses[0], err)
 		}
 		return ip.String(), nil
 	}
-	if !e.DHCP4 {
-		return "", fmt.Errorf("guestinfo.metadata: network device %s has neither addresses nor dhcp4", ids[0])
+	if e != nil && !e.DHCP4 {
+		return "", fmt.Errorf("guestinfo.metadata: the entry for network device %s (MAC %s) has neither addresses nor dhcp4", linuxNIC, mac)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -362,14 +412,17 @@ func (g *Guests) address(meta *metadata) (string, error) {
 }
 
 // reportTools does what VMware Tools does once the guest is up: it
-// reports the host name and the addresses of its adapters to vCenter. A
-// Windows node's pod network is an HNS switch with adapters of its own
-// (vEthernet); the host's address moves to the one bound to the VM's
-// network device, and the others have no device behind them.
+// reports the host name and the addresses of its adapters to vCenter, with
+// what a real guest's adapters carry besides their address (IPv6
+// link-local addresses). A Windows node's pod network is an HNS switch with
+// adapters of its own (vEthernet, with Hyper-V MAC addresses and an APIPA
+// address on the one DHCP never answers); the host's address moves to the
+// one bound to the VM's network device, and the others have no device
+// behind them.
 func (g *Guests) reportTools(vm *vspheresim.VM, hostName, ip string) error {
-	nics := []vspheresim.GuestNIC{{IPs: []string{ip}}}
+	nics := []vspheresim.GuestNIC{{IPs: []string{ip, "fe80::250:56ff:fe00:1"}}}
 	if isWindows(vm) {
-		nics = append(nics, vspheresim.GuestNIC{IPs: []string{"172.29.240.1"}, Virtual: true})
+		nics = append(nics, vspheresim.GuestNIC{IPs: []string{"172.29.240.1", "169.254.112.5", "fe80::9d3c:1"}, Virtual: true, MAC: "00:15:5d:00:12:01"})
 	}
 	return g.vc.ReportGuest(vm.ID, hostName, nics)
 }

@@ -48,6 +48,11 @@ const (
 	HybridMachineVMProvisionedCondition = "VMProvisioned"
 	// HybridMachineVMProvisionedReason means the VM runs.
 	HybridMachineVMProvisionedReason = "Provisioned"
+	// HybridMachineNetworkNotAppliedReason means the VM runs, but the guest
+	// reports addresses other than the static ones the spec asks for: its
+	// guest software did not apply the network metadata. The message names
+	// the device and both addresses.
+	HybridMachineNetworkNotAppliedReason = "NetworkNotApplied"
 	// HybridMachineWaitingForClusterInfrastructureReason means the
 	// HybridCluster is not provisioned yet.
 	HybridMachineWaitingForClusterInfrastructureReason = "WaitingForClusterInfrastructure"

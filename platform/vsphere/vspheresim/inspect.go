@@ -7,6 +7,7 @@ import (
 
 	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/event"
+	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -34,6 +35,8 @@ type VM struct {
 	// (guest.hostName and guest.net's addresses); empty before it has.
 	HostName string
 	IPs      []string
+	// MACs are the MAC addresses of its network devices, in device order.
+	MACs []string
 }
 
 // VMs lists every VM of the inventory, templates included.
@@ -77,7 +80,7 @@ func (w *Watcher) Close(ctx context.Context) {
 // VMs lists every VM of the inventory, templates included.
 func (w *Watcher) VMs(ctx context.Context) ([]VM, error) {
 	var all []mo.VirtualMachine
-	props := []string{"name", "runtime.powerState", "config.instanceUuid", "config.uuid", "config.guestId", "config.hardware.numCPU", "config.extraConfig", "guest"}
+	props := []string{"name", "runtime.powerState", "config.instanceUuid", "config.uuid", "config.guestId", "config.hardware.numCPU", "config.hardware.device", "config.extraConfig", "guest"}
 	if err := w.view.Retrieve(ctx, []string{"VirtualMachine"}, props, &all); err != nil {
 		return nil, err
 	}
@@ -90,6 +93,9 @@ func (w *Watcher) VMs(ctx context.Context) ([]VM, error) {
 			vm.BIOSUUID = o.Config.Uuid
 			vm.GuestID = o.Config.GuestId
 			vm.NumCPUs = o.Config.Hardware.NumCPU
+			for _, d := range object.VirtualDeviceList(o.Config.Hardware.Device).SelectByType((*types.VirtualEthernetCard)(nil)) {
+				vm.MACs = append(vm.MACs, d.(types.BaseVirtualEthernetCard).GetVirtualEthernetCard().MacAddress)
+			}
 			vm.ExtraConfig = map[string]string{}
 			for _, e := range o.Config.ExtraConfig {
 				if ov := e.GetOptionValue(); ov != nil {

@@ -19,6 +19,9 @@ type GuestNIC struct {
 	Virtual bool
 	// Network is the port group of its device; empty for a virtual one.
 	Network string
+	// MAC is a virtual adapter's own MAC address (Hyper-V gives HNS
+	// adapters 00:15:5d:...); a device's adapter reports its device's.
+	MAC string
 }
 
 // ReportGuest does what VMware Tools does in a booted guest: it tells
@@ -52,7 +55,7 @@ func reportGuest(ctx *simulator.Context, vm *simulator.VirtualMachine, hostName 
 	var net []types.GuestNicInfo
 	primary := ""
 	for _, n := range nics {
-		info := types.GuestNicInfo{IpAddress: n.IPs, Connected: true, DeviceConfigId: -1}
+		info := types.GuestNicInfo{IpAddress: n.IPs, Connected: true, DeviceConfigId: -1, MacAddress: n.MAC}
 		if !n.Virtual {
 			if len(devices) == 0 {
 				return errors.New("the guest reports more network devices than the VM has")
