@@ -24,9 +24,10 @@ $LogPath = Join-Path $Root 'bootstrap.log'
 $AttemptsPath = Join-Path $Root 'bootstrap-attempts'
 $Agent = Join-Path $env:ProgramFiles 'capwin\capwin-node.exe'
 
+# Logging is best effort: a line that cannot be written never decides the outcome.
 function Write-Log([string]$Message) {
     $line = '{0} {1}' -f (Get-Date -Format o), $Message
-    Add-Content -Path $LogPath -Value $line -Encoding UTF8
+    Add-Content -Path $LogPath -Value $line -Encoding UTF8 -ErrorAction Continue
 }
 
 # Tells cloudbase-init what to do after a failure (see the exit codes above).
@@ -43,7 +44,7 @@ function Exit-Failed([bool]$Retryable, [string]$Reason) {
     exit $ExitRunAgainAtNextBoot
 }
 
-# Any other error that stops the script is final (exit code 1 even if it cannot be logged).
+# Any other error that stops the script is final.
 trap { Exit-Failed $false ('the bootstrap stopped: {0}' -f $_) }
 
 New-Item -ItemType Directory -Force -Path $Root | Out-Null
