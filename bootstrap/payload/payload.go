@@ -15,6 +15,7 @@ import (
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	"github.com/capwin/capwin/internal/userdata"
+	"github.com/capwin/capwin/node-components/exitcode"
 	"github.com/capwin/capwin/node-components/nodeconfig"
 	"github.com/capwin/capwin/node-components/render"
 )
@@ -36,6 +37,55 @@ const placeholder = "__CAPWIN_NODE_CONFIG__"
 
 // Stub returns the constant bootstrap script with its placeholder.
 func Stub() string { return stub }
+
+// The stub's exit codes, which tell cloudbase-init what to do next.
+// cloudbase-init runs PowerShell user data with powershell.exe -File
+// (cloudbaseinit/osutils/windows.py, execute_powershell_script), whose exit
+// code is that of the script's exit statement, or 1 when an error stops the
+// script. It reads codes 1001 to 1003 as two flags
+// (cloudbaseinit/plugins/common/execcmd.py, get_plugin_return_value): 1
+// reboots the machine now, 2 leaves the user data plugin to run again at the
+// next boot; 1001 reboots only, 1002 runs again without a reboot, 1003 does
+// both. Every other code marks the plugin done, and a plugin marked done
+// never runs again on that instance (cloudbaseinit/init.py, _exec_plugin).
+// The reboot needs cloudbase-init's allow_reboot, true by default.
+// Checked against cloudbase-init 1.1.4 and 1.1.8.
+const (
+	// StubExitJoined: the node joined; done.
+	StubExitJoined = 0
+	// StubExitFailed: a failure that will not pass; done for good.
+	StubExitFailed = 1
+	// StubExitRunAgainAtNextBoot: a failure that may pass, with no
+	// automatic attempt left; the stub runs again when the machine next
+	// boots, for whatever reason.
+	StubExitRunAgainAtNextBoot = 1002
+	// StubExitRebootAndRunAgain: a failure that may pass; cloudbase-init
+	// reboots the machine and runs the stub again.
+	StubExitRebootAndRunAgain = 1003
+)
+
+// MaxAttempts is the last attempt of the stub whose failure that may pass
+// reboots the machine: a node that cannot join reboots MaxAttempts-1 times,
+// not forever. The stub counts its attempts on the node's disk.
+const MaxAttempts = 5
+
+// StubExitCode is the stub's exit code after its attempt-th run (counted
+// from 1, across reboots) in which capwin-node join exited with joinExit
+// (node-components/exitcode). The stub's own failures before the join
+// count as exitcode.Retry (a download that failed) or as any other code
+// (no agent to run, a checksum that does not match). The stub implements
+// this in PowerShell; its tests hold the two together.
+func StubExitCode(joinExit, attempt int) int {
+	switch {
+	case joinExit == exitcode.OK:
+		return StubExitJoined
+	case joinExit != exitcode.Retry:
+		return StubExitFailed
+	case attempt < MaxAttempts:
+		return StubExitRebootAndRunAgain
+	}
+	return StubExitRunAgainAtNextBoot
+}
 
 // Input is what a node's configuration is computed from.
 type Input struct {

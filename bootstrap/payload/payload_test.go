@@ -273,7 +273,7 @@ func TestStubSyntax(t *testing.T) {
 	files = append(files, agentScripts...)
 	// A broken script proves the check can fail.
 	broken := filepath.Join(dir, "broken.ps1")
-	if err := os.WriteFile(broken, []byte(strings.Replace(Stub(), "if ($joinExitCode -ne 0) {", "if ($joinExitCode -ne 0 {", 1)), 0o600); err != nil {
+	if err := os.WriteFile(broken, []byte(strings.Replace(Stub(), "if ($joinExitCode -eq $JoinExitOK) {", "if ($joinExitCode -eq $JoinExitOK {", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 

@@ -8,26 +8,25 @@ import (
 	"sync"
 	"time"
 
+	"github.com/capwin/capwin/node-components/exitcode"
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/nodeconfig"
 )
 
-// Exit codes of capwin-node, for the bootstrap stub and for people.
+// Exit codes of capwin-node (package exitcode says what each means; the
+// bootstrap stub acts on join's).
 const (
-	ExitOK = 0
-	// ExitFailed is a failure that running again will not fix.
-	ExitFailed = 1
-	// ExitUsage is a command line that does not parse.
-	ExitUsage = 2
-	// ExitRetry is a failure that may pass: the control plane was
-	// unreachable, the token is not signed yet, the node has not registered
-	// in time. Running join again continues from the failed phase.
-	ExitRetry = 3
+	ExitOK     = exitcode.OK
+	ExitFailed = exitcode.Failed
+	ExitUsage  = exitcode.Usage
+	ExitRetry  = exitcode.Retry
 )
 
 // ControlPlane is what the agent asks of the cluster it joins.
 type ControlPlane interface {
 	// Discover does kubeadm's token discovery and returns what it proved.
+	// A *discovery.Error that may clear up (discovery.Retryable) fails
+	// the join retryably.
 	Discover(ctx context.Context, join nodeconfig.Join) (*Discovered, error)
 	// WaitForNode returns once the Node exists, read with the kubelet's own
 	// kubeconfig (files it names are read with readFile).

@@ -17,15 +17,11 @@ type KubeadmControlPlane struct {
 	Options discovery.Options
 }
 
-// Discover runs kubeadm's token discovery. Failures that may clear up (the
-// API server unreachable, the token not signed yet) are retryable.
+// Discover runs kubeadm's token discovery. Its errors are discovery's; the
+// discovery phase tells those that may clear up (discovery.Retryable).
 func (k KubeadmControlPlane) Discover(ctx context.Context, join nodeconfig.Join) (*Discovered, error) {
 	r, err := discovery.Discover(ctx, join, k.Options)
 	if err != nil {
-		switch discovery.ReasonOf(err) {
-		case discovery.ReasonUnreachable, discovery.ReasonNoClusterInfo, discovery.ReasonNoSignature:
-			return nil, Retryable(err)
-		}
 		return nil, err
 	}
 	return &Discovered{Server: r.Server, CACert: r.CACert, KubeletConfig: r.KubeletConfig}, nil

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/capwin/capwin/node-components/bundle"
+	"github.com/capwin/capwin/node-components/discovery"
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/layout"
 	"github.com/capwin/capwin/node-components/nodeconfig"
@@ -303,7 +304,7 @@ func (j *join) containerd(ctx context.Context) (string, error) {
 	if err := j.applyService(ctx, spec); err != nil {
 		return "", err
 	}
-	if err := j.Host.Services().Start(ctx, layout.ServiceContainerd); err != nil {
+	if err := j.startService(ctx, layout.ServiceContainerd); err != nil {
 		return "", err
 	}
 	return "pause image " + pause, nil
@@ -401,6 +402,9 @@ func (j *join) discovery(ctx context.Context) (string, error) {
 	start := j.now()
 	d, err := j.ControlPlane.Discover(ctx, j.cfg.Join)
 	j.waited += j.now().Sub(start)
+	if discovery.Retryable(err) {
+		return "", Retryable(err)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -444,7 +448,7 @@ func (j *join) kubelet(ctx context.Context) (string, error) {
 		if name == layout.ServiceCSIProxy && !j.cfg.CSIProxy {
 			continue
 		}
-		if err := j.Host.Services().Start(ctx, name); err != nil {
+		if err := j.startService(ctx, name); err != nil {
 			return "", err
 		}
 		started = append(started, name)
@@ -479,7 +483,7 @@ func (j *join) nodeRegistration(ctx context.Context) (string, error) {
 
 func (j *join) kubeProxy(ctx context.Context) (string, error) {
 	if j.cfg.Network.CNI == "flannel" {
-		if err := j.Host.Services().Start(ctx, layout.ServiceFlanneld); err != nil {
+		if err := j.startService(ctx, layout.ServiceFlanneld); err != nil {
 			return "", err
 		}
 	}
@@ -514,7 +518,7 @@ func (j *join) kubeProxy(ctx context.Context) (string, error) {
 	if err := j.applyService(ctx, render.KubeProxyService(j.cfg, iface, vip)); err != nil {
 		return "", err
 	}
-	if err := j.Host.Services().Start(ctx, layout.ServiceKubeProxy); err != nil {
+	if err := j.startService(ctx, layout.ServiceKubeProxy); err != nil {
 		return "", err
 	}
 	if vip != "" {

@@ -81,11 +81,23 @@ func (a *Agent) restart(ctx context.Context, name string) error {
 		return err
 	}
 	for i := len(stopped) - 1; i >= 0; i-- {
-		if err := svcs.Start(ctx, stopped[i]); err != nil {
+		if err := a.startService(ctx, stopped[i]); err != nil {
 			return fmt.Errorf("restarting %s with its new registration: %w", name, err)
 		}
 	}
 	a.logf("Restarted %v: their registration changed", stopped)
+	return nil
+}
+
+// startService starts a service for the join. One that does not start
+// fails the join retryably: the cause may be the machine's rather than the
+// configuration's (the service manager timing out, a program that exits
+// while the machine is still settling after its first boot), and the
+// bootstrap stub bounds the runs when it is not.
+func (a *Agent) startService(ctx context.Context, name string) error {
+	if err := a.Host.Services().Start(ctx, name); err != nil {
+		return Retryable(err)
+	}
 	return nil
 }
 

@@ -75,6 +75,16 @@ func newError(reason Reason, cause error, format string, args ...any) *Error {
 	return &Error{Reason: reason, Message: fmt.Sprintf(format, args...), Err: cause}
 }
 
+// Retryable reports whether err is a discovery failure that may clear up
+// by itself, so that discovery run again later may succeed: the API server
+// not answering, cluster-info missing, the token not signed yet (reasons
+// Unreachable, NoClusterInfo, NoSignature). A refusal of the token, a
+// signature that does not verify or a CA that does not match is not.
+func Retryable(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.retryable()
+}
+
 // retryable reports whether a failure may clear up by itself: the API
 // server or the bootstrap signer catching up.
 func (e *Error) retryable() bool {

@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,20 +22,42 @@ import (
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/bootstrap/payload"
 )
 
 // TestScaleWindowsZeroToFiveToZero scales the flavor's Windows
 // MachineDeployment up to five and back to none: five VMs, five Windows
 // Nodes, then no VM, Node, HybridMachine, WindowsKubeadmConfig or bootstrap
-// data Secret left.
+// data Secret left. The first node's join finds the API server silent
+// twice: cloudbase-init reboots it twice and it joins on the third run.
 func TestScaleWindowsZeroToFiveToZero(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	o := newCluster(t, 0)
 
+	var first atomic.Value
+	s.Guests.SetAPIServerUnreachable(func(node string) int {
+		if first.CompareAndSwap(nil, node) || first.Load() == node {
+			return 2
+		}
+		return 0
+	})
+	t.Cleanup(func() { s.Guests.SetAPIServerUnreachable(nil) })
+
 	scale(t, o, 5)
 	ms := waitRunning(t, o, 5)
 	g.Expect(vms(t, o.Name+"-windows-")).To(HaveLen(5))
+	runs := map[string][]int{}
+	for vm, codes := range s.Guests.BootstrapRuns() {
+		if strings.HasPrefix(vm, o.Name+"-windows-") {
+			runs[vm] = codes
+		}
+	}
+	g.Expect(runs).To(HaveLen(5))
+	g.Expect(slices.Collect(maps.Values(runs))).To(ConsistOf(
+		[]int{payload.StubExitRebootAndRunAgain, payload.StubExitRebootAndRunAgain, payload.StubExitJoined},
+		[]int{payload.StubExitJoined}, []int{payload.StubExitJoined}, []int{payload.StubExitJoined}, []int{payload.StubExitJoined}),
+		"the stub's exit codes by VM")
 	var nodes []string
 	for _, m := range ms {
 		nodes = append(nodes, m.Status.NodeRef.Name)

@@ -73,6 +73,8 @@ type Guests struct {
 	rejected map[string]string // VM name: why
 	joined   []string
 	leases   int // DHCP addresses handed out
+
+	bootstrap bootstraps // the Windows guests' runs of the bootstrap stub (cloudbaseinit.go)
 }
 
 type guest struct {
@@ -267,12 +269,10 @@ func (g *Guests) advance(ctx context.Context, gs *guest, now time.Time) error {
 		if now.Before(gs.readyAt) {
 			return nil
 		}
-		// kubeadm join uses the token now, after the boot, not at power-on.
-		if gs.token != "" {
-			if err := g.checkToken(ctx, gs.token); err != nil {
-				g.reject(gs, err)
-				return nil
-			}
+		// capwin-node join uses the token now, after the boot, not at
+		// power-on; cloudbase-init's rules decide what follows a failure.
+		if gs.token != "" && !g.runBootstrap(ctx, gs, now) {
+			return nil
 		}
 		ready := gs.failure != NeverReady
 		gs.node = gs.kubelet.register()
@@ -547,7 +547,7 @@ func (g *Guests) checkToken(ctx context.Context, token string) error {
 			return fmt.Errorf("bootstrap token %s: expiration %q: %w", id, exp, err)
 		}
 		if time.Now().After(t) {
-			return fmt.Errorf("bootstrap token %s expired at %s", id, exp)
+			return fmt.Errorf("bootstrap token %s %w at %s", id, errTokenExpired, exp)
 		}
 	}
 	return nil

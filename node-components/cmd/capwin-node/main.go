@@ -37,7 +37,8 @@ const usage = `usage: capwin-node COMMAND [flags]
   validate -f FILE                  check a node configuration (- reads standard input)
 
 join exits 0 when the node joined, 1 on a failure that running again will not
-fix, and 3 on one that may pass (run join again: it continues where it failed).`
+fix, and 3 on one that may pass (run join again: it continues where it failed;
+the bootstrap script reboots the machine and runs it again, a few times at most).`
 
 // hostFunc opens the machine the agent acts on.
 type hostFunc func() (host.Host, error)
