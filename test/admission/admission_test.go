@@ -178,6 +178,16 @@ func TestBadInputRejected(t *testing.T) {
 			c.Spec.Containerd.Runtime = "docker"
 			return c
 		}, "spec.containerd.runtime", "dockershim was removed"},
+		{"Hyper-V isolation", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.Containerd.Isolation = bootstrapv1.HyperVIsolation
+			return c
+		}, "spec.containerd.isolation", "not supported on vSphere until capwin builds it end to end"},
+		{"Hyper-V isolation in a template", func(ns string) client.Object {
+			t := &bootstrapv1.WindowsKubeadmConfigTemplate{ObjectMeta: metav1.ObjectMeta{Name: "hyperv", Namespace: ns}}
+			t.Spec.Template.Spec.Containerd.Isolation = bootstrapv1.HyperVIsolation
+			return t
+		}, "spec.template.spec.containerd.isolation", "not supported on vSphere until capwin builds it end to end"},
 		{"overlay in an IPv6 cluster", func(ns string) client.Object {
 			c := windowsConfig(ns)
 			c.Labels = map[string]string{clusterv1.ClusterNameLabel: "v6"}
