@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -43,8 +44,8 @@ func GuestInfo(m Machine, macs []string) ([]types.BaseOptionValue, error) {
 	return values, nil
 }
 
-// metadata is the instance metadata: the host name and the network. A NIC
-// is matched by its MAC address when it is known.
+// metadata is the instance metadata: the host name, the network and the
+// SSH keys. A NIC is matched by its MAC address when it is known.
 func metadata(m Machine, macs []string) ([]byte, error) {
 	type ethernet struct {
 		Match       map[string]string   `json:"match,omitempty"`
@@ -66,11 +67,17 @@ func metadata(m Machine, macs []string) ([]byte, error) {
 		}
 		ethernets[fmt.Sprintf("id%d", i)] = e
 	}
-	return yaml.Marshal(map[string]any{
+	meta := map[string]any{
 		"instance-id":    InstanceUUID(m.Namespace, m.Name),
 		"local-hostname": m.ComputerName,
 		"network":        map[string]any{"version": 2, "ethernets": ethernets},
-	})
+	}
+	if len(m.SSHAuthorizedKeys) > 0 {
+		// One string, a key a line: cloudbase-init splits it into lines and
+		// reads nothing else; cloud-init takes a string or a list.
+		meta["public-keys-data"] = strings.Join(m.SSHAuthorizedKeys, "\n")
+	}
+	return yaml.Marshal(meta)
 }
 
 // hasStatic reports whether a device of the spec has static addresses.
@@ -102,7 +109,7 @@ func (s *Session) writeStaticMetadata(ctx context.Context, vm *object.VirtualMac
 			}
 		}
 	}
-	values, err := GuestInfo(Machine{Namespace: m.Namespace, Name: m.Name, Spec: m.Spec, ComputerName: m.ComputerName}, macs)
+	values, err := GuestInfo(Machine{Namespace: m.Namespace, Name: m.Name, Spec: m.Spec, ComputerName: m.ComputerName, SSHAuthorizedKeys: m.SSHAuthorizedKeys}, macs)
 	if err != nil {
 		return "", err
 	}

@@ -336,6 +336,9 @@ func TestStaticAddresses(t *testing.T) {
 	m := machine("static")
 	m.OS = infrav1.OSLinux
 	m.Spec.Network = []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", IPAddrs: []string{"10.0.0.21/24"}, Gateway4: "10.0.0.1", Nameservers: []string{"10.0.0.2"}}}
+	// The rewritten metadata keeps the SSH keys (else it would never match
+	// what it should be, and be rewritten again and again).
+	m.SSHAuthorizedKeys = []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAILkF1Ms6BeuCAVt6oFYilabd0bpA5fjYB3Op9jIsDcVi alice1@example.com"}
 	provision(ctx, t, s, m, 0)
 
 	vm, err := s.findVM(ctx, mustDC(ctx, t, s), m)
@@ -354,7 +357,7 @@ func TestStaticAddresses(t *testing.T) {
 			meta = decode(t, fmt.Sprint(ov.Value))
 		}
 	}
-	for _, want := range []string{"macaddress: " + mac, "set-name: eth0", "10.0.0.21/24", "gateway4: 10.0.0.1"} {
+	for _, want := range []string{"macaddress: " + mac, "set-name: eth0", "10.0.0.21/24", "gateway4: 10.0.0.1", "public-keys-data: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAILkF1Ms6BeuCAVt6oFYilabd0bpA5fjYB3Op9jIsDcVi"} {
 		if !strings.Contains(meta, want) {
 			t.Errorf("metadata lacks %q:\n%s", want, meta)
 		}
