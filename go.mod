@@ -18,6 +18,7 @@ require (
 
 require (
 	github.com/vmware/govmomi v0.56.0
+	golang.org/x/crypto v0.56.0
 	k8s.io/cloud-provider v0.36.3
 )
 
@@ -92,7 +93,6 @@ require (
 	go.opentelemetry.io/proto/otlp v1.10.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/crypto v0.56.0 // indirect
 	golang.org/x/exp v0.0.0-20251219203646-944ab1f22d93 // indirect
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect

@@ -263,7 +263,7 @@ func (r *HybridMachineReconciler) waitForClusterInfrastructure(_ context.Context
 }
 
 // readBootstrapData reads the Machine's bootstrap data, needed only until
-// the VM exists.
+// the VM exists, and refuses data in a format the machine's OS cannot run.
 func (r *HybridMachineReconciler) readBootstrapData(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
 	if ptr.Deref(s.hm.Status.Initialization.Provisioned, false) {
 		return ctrl.Result{}, true, nil
@@ -276,6 +276,11 @@ func (r *HybridMachineReconciler) readBootstrapData(ctx context.Context, s *mach
 	data := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.machine.Namespace, Name: name}, data); err != nil {
 		return ctrl.Result{}, false, fmt.Errorf("reading bootstrap data Secret %s: %w", name, err)
+	}
+	if c := bootstrapDataFormatMismatch(name, data.Data, s.hm.Spec.OS.Type); c != nil {
+		// Secrets are not watched: a corrected one is seen on a later look.
+		setVMProvisioned(s.hm, *c)
+		return ctrl.Result{RequeueAfter: platform.DefaultRetry}, false, nil
 	}
 	s.vm.BootstrapData = data.Data["value"]
 	return ctrl.Result{}, true, nil

@@ -47,6 +47,38 @@ func waitingForNode() metav1.Condition {
 	return notYet(infrav1.HybridMachineWaitingForNodeReason, "")
 }
 
+// bootstrapFormatHints say what writes the data a machine of each OS runs.
+var bootstrapFormatHints = map[infrav1.OSType]string{
+	infrav1.OSLinux:   "cloud-init's, as the kubeadm bootstrap provider writes it",
+	infrav1.OSWindows: "a PowerShell script for cloudbase-init, as a WindowsKubeadmConfig writes it",
+}
+
+// bootstrapDataFormatMismatch is the VMProvisioned condition of bootstrap
+// data that a machine of OS os cannot run, nil when it can run it. The
+// format is the Secret's format key; a Secret without one (or with an
+// empty one) is cloud-config, as the vSphere provider reads it. A VM given
+// data in another format would boot and never join: cloud-init ignores
+// capwin's PowerShell, and capwin's Windows images are prepared for
+// capwin's payload, not for a kubeadm cloud-config.
+func bootstrapDataFormatMismatch(secret string, data map[string][]byte, os infrav1.OSType) *metav1.Condition {
+	want := os.BootstrapFormat()
+	got := string(data["format"])
+	has := fmt.Sprintf("Bootstrap data Secret %s has format %q", secret, got)
+	if got == "" {
+		got = infrav1.BootstrapFormatCloudConfig
+		has = fmt.Sprintf("Bootstrap data Secret %s has no format, which means %q", secret, got)
+	}
+	if got == want && want != "" {
+		return nil
+	}
+	needs := fmt.Sprintf("capwin knows no bootstrap data format for OS %q", os)
+	if want != "" {
+		needs = fmt.Sprintf("a %s machine runs format %q (%s)", os, want, bootstrapFormatHints[os])
+	}
+	c := notYet(infrav1.HybridMachineBootstrapDataFormatMismatchReason, has+"; "+needs+": no VM is made")
+	return &c
+}
+
 func bootstrapDataCleared() metav1.Condition {
 	return metav1.Condition{Status: metav1.ConditionTrue, Reason: infrav1.HybridMachineBootstrapDataClearedReason}
 }

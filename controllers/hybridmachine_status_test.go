@@ -46,6 +46,52 @@ func TestVMProvisioned(t *testing.T) {
 	}
 }
 
+func TestBootstrapDataFormatMismatch(t *testing.T) {
+	data := func(format ...string) map[string][]byte {
+		d := map[string][]byte{"value": []byte("x")}
+		for _, f := range format {
+			d["format"] = []byte(f)
+		}
+		return d
+	}
+	tests := []struct {
+		name    string
+		data    map[string][]byte
+		os      infrav1.OSType
+		message string // "" for data the machine runs
+	}{
+		{"Windows runs capwin's payload", data("powershell"), infrav1.OSWindows, ""},
+		{"Linux runs cloud-config", data("cloud-config"), infrav1.OSLinux, ""},
+		{"Linux runs a Secret without a format key", data(), infrav1.OSLinux, ""},
+		{"Windows refuses cloud-config", data("cloud-config"), infrav1.OSWindows,
+			`Bootstrap data Secret m1-bootstrap has format "cloud-config"; a Windows machine runs format "powershell" (a PowerShell script for cloudbase-init, as a WindowsKubeadmConfig writes it): no VM is made`},
+		{"Windows refuses a Secret without a format key", data(), infrav1.OSWindows,
+			`Bootstrap data Secret m1-bootstrap has no format, which means "cloud-config"; a Windows machine runs format "powershell" (a PowerShell script for cloudbase-init, as a WindowsKubeadmConfig writes it): no VM is made`},
+		{"Windows refuses ignition", data("ignition"), infrav1.OSWindows,
+			`Bootstrap data Secret m1-bootstrap has format "ignition"; a Windows machine runs format "powershell" (a PowerShell script for cloudbase-init, as a WindowsKubeadmConfig writes it): no VM is made`},
+		{"Linux refuses capwin's payload", data("powershell"), infrav1.OSLinux,
+			`Bootstrap data Secret m1-bootstrap has format "powershell"; a Linux machine runs format "cloud-config" (cloud-init's, as the kubeadm bootstrap provider writes it): no VM is made`},
+		{"Linux refuses ignition", data("ignition"), infrav1.OSLinux,
+			`Bootstrap data Secret m1-bootstrap has format "ignition"; a Linux machine runs format "cloud-config" (cloud-init's, as the kubeadm bootstrap provider writes it): no VM is made`},
+		{"Linux runs a Secret with an empty format", data(""), infrav1.OSLinux, ""},
+		{"an unknown OS runs nothing", data("cloud-config"), "Plan9",
+			`Bootstrap data Secret m1-bootstrap has format "cloud-config"; capwin knows no bootstrap data format for OS "Plan9": no VM is made`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := bootstrapDataFormatMismatch("m1-bootstrap", tt.data, tt.os)
+			switch {
+			case tt.message == "" && c != nil:
+				t.Errorf("refused with %q, want accepted", c.Message)
+			case tt.message != "" && c == nil:
+				t.Errorf("accepted, want refused with %q", tt.message)
+			case c != nil && (c.Status != metav1.ConditionFalse || c.Reason != infrav1.HybridMachineBootstrapDataFormatMismatchReason || c.Message != tt.message):
+				t.Errorf("got %s %s %q, want False %s %q", c.Status, c.Reason, c.Message, infrav1.HybridMachineBootstrapDataFormatMismatchReason, tt.message)
+			}
+		})
+	}
+}
+
 func TestMachineErrorOutcome(t *testing.T) {
 	taskFailed := platform.NewError(platform.ErrOperationFailed, "vCenter task failed")
 	tests := []struct {

@@ -163,10 +163,17 @@ func markInfrastructureProvisioned(t testing.TB, ns string) {
 // machine creates a Machine with bootstrap data and its Windows HybridMachine.
 func machine(t testing.TB, ns, name, template string) {
 	t.Helper()
+	machineWithData(t, ns, name, template, builder.BootstrapDataSecret(ns, name+"-bootstrap", "powershell", "#ps1_sysnative\n$NodeConfig = 'e30='\n"))
+}
+
+// machineWithData creates a Machine with the bootstrap data Secret data and
+// its Windows HybridMachine.
+func machineWithData(t testing.TB, ns, name, template string, data *corev1.Secret) {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
-	g.Expect(env.Client.Create(ctx, builder.BootstrapDataSecret(ns, name+"-bootstrap", "powershell", "#ps1_sysnative\n$NodeConfig = 'e30='\n"))).To(Succeed())
-	m := builder.Machine(ns, name, "win1").WithBootstrapDataSecret(name + "-bootstrap").Build()
+	g.Expect(env.Client.Create(ctx, data)).To(Succeed())
+	m := builder.Machine(ns, name, "win1").WithBootstrapDataSecret(data.Name).Build()
 	g.Expect(env.Client.Create(ctx, m)).To(Succeed())
 	hm := builder.WindowsVSphereMachine(ns, name).WithTemplate(template).WithOwner(m).Build()
 	g.Expect(env.Client.Create(ctx, hm)).To(Succeed())
@@ -329,6 +336,43 @@ func TestTemplateNotFound(t *testing.T) {
 		hm := getHM(g, ns, "m3")
 		g.Expect(condReason(g, hm, infrav1.HybridMachineVMProvisionedCondition)).To(Equal(infrav1.HybridMachineNotFoundReason))
 		g.Expect(conditions.Get(hm, infrav1.HybridMachineVMProvisionedCondition).Message).To(ContainSubstring("template no-such-template"))
+	}, eventually).Should(Succeed())
+}
+
+// TestBootstrapDataFormatMismatchMakesNoVM: a Windows machine given the
+// kubeadm bootstrap provider's cloud-config says so and gets no VM; once
+// the Secret holds capwin's payload, the VM is made.
+func TestBootstrapDataFormatMismatchMakesNoVM(t *testing.T) {
+	g := NewWithT(t)
+	v := vspheresim.StartT(t)
+	ns := newNamespace(t)
+	startControllers(t, vsphere.NewSessions(), ns)
+	cluster(t, v, ns, nil)
+	markInfrastructureProvisioned(t, ns)
+	data := builder.BootstrapDataSecret(ns, "cc-bootstrap", "cloud-config", "#cloud-config\nruncmd: [kubeadm join]\n")
+	machineWithData(t, ns, "cc", "DC0_H0_VM0", data)
+	g.Eventually(func(g Gomega) {
+		c := conditions.Get(getHM(g, ns, "cc"), infrav1.HybridMachineVMProvisionedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(infrav1.HybridMachineBootstrapDataFormatMismatchReason))
+		g.Expect(c.Message).To(And(ContainSubstring(`format "cloud-config"`), ContainSubstring("Windows machine"), ContainSubstring(`format "powershell"`)))
+	}, eventually).Should(Succeed())
+	g.Expect(vmsOf(t, v, ns, "cc")["cc"]).To(BeZero())
+	asked, err := v.CloneRequests(t.Context())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(asked["cc"]).To(BeZero(), "no clone is asked for")
+
+	// Corrected, the data is read again (every 30 s, or at once on a
+	// Machine event, as here) and the VM is made.
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(data), data)).To(Succeed())
+	data.Data = map[string][]byte{"format": []byte("powershell"), "value": []byte("#ps1_sysnative\n")}
+	g.Expect(env.Client.Update(t.Context(), data)).To(Succeed())
+	m := &clusterv1.Machine{}
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "cc"}, m)).To(Succeed())
+	m.Labels = map[string]string{"poke": "1"}
+	g.Expect(env.Client.Update(t.Context(), m)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getHM(g, ns, "cc").Status.Initialization.Provisioned).To(Equal(ptr.To(true)))
 	}, eventually).Should(Succeed())
 }
 

@@ -25,6 +25,7 @@ var vocabulary = []string{
 	"HybridClusterIdentity", "Windows_Server", "None", "latest",
 	"enforce-node-allocatable", "system-reserved", "hostname-override",
 	"cluster.x-k8s.io/control-plane", "AB:CD", "00000000-1111-2222-3333-444444444444",
+	testKey1, "ssh-ed25519 AAAA",
 }
 
 func newFiller(data []byte) *randfill.Filler {

@@ -68,6 +68,7 @@ func (w *HybridMachine) ValidateUpdate(_ context.Context, oldM, newM *infrav1.Hy
 	}
 	errs = append(errs, immutable(oldM.Spec.OS, newM.Spec.OS, spec.Child("os"))...)
 	errs = append(errs, immutable(oldM.Spec.ComputerName, newM.Spec.ComputerName, spec.Child("computerName"))...)
+	errs = append(errs, immutable(oldM.Spec.SSHAuthorizedKeys, newM.Spec.SSHAuthorizedKeys, spec.Child("sshAuthorizedKeys"))...)
 	errs = append(errs, immutable(oldM.Spec.VSphere, newM.Spec.VSphere, spec.Child("vsphere"))...)
 	errs = append(errs, immutable(oldM.Spec.Azure, newM.Spec.Azure, spec.Child("azure"))...)
 	return nil, invalid(newM, errs)
@@ -125,6 +126,8 @@ func validateMachineSpec(s *infrav1.HybridMachineSpec, path *field.Path, templat
 			errs = append(errs, validateComputerName(s.ComputerName, s.OS.Type, path.Child("computerName"))...)
 		}
 	}
+
+	errs = append(errs, validateSSHAuthorizedKeys(s.SSHAuthorizedKeys, path.Child("sshAuthorizedKeys"))...)
 
 	switch {
 	case s.VSphere == nil && s.Azure == nil:
@@ -274,7 +277,7 @@ func validateAzureMachine(a *infrav1.AzureMachineSpec, os infrav1.OSType, path *
 		errs = append(errs, field.Forbidden(path.Child("licenseType"), "Azure Hybrid Benefit (Windows_Server) applies to Windows machines only"))
 	}
 	if a.SSHPublicKey != "" && os == infrav1.OSWindows {
-		errs = append(errs, field.Forbidden(path.Child("sshPublicKey"), "an SSH key is for Linux machines; Windows machines are reached through the node agent"))
+		errs = append(errs, field.Forbidden(path.Child("sshPublicKey"), "the Azure VM's administrator key is for Linux machines; list the keys that may log in to a Windows machine in spec.sshAuthorizedKeys"))
 	}
 	return errs
 }

@@ -55,12 +55,14 @@ func (w *WindowsKubeadmConfig) ValidateCreate(ctx context.Context, c *bootstrapv
 }
 
 // ValidateUpdate checks a changed config. Its spec is immutable: a node
-// boots once with the data rendered from it.
+// boots once with the data rendered from it. A refusal the config was
+// created before (Hyper-V isolation) does not block its updates.
 func (w *WindowsKubeadmConfig) ValidateUpdate(ctx context.Context, oldC, newC *bootstrapv1.WindowsKubeadmConfig) (admission.Warnings, error) {
 	errs, err := w.validate(ctx, newC)
 	if err != nil {
 		return nil, err
 	}
+	errs = validation.RatchetUpdate(errs, &oldC.Spec, field.NewPath("spec"))
 	errs = append(errs, immutable(oldC.Spec, newC.Spec, field.NewPath("spec"))...)
 	return nil, invalid(newC, errs)
 }

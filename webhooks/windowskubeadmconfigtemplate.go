@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -39,9 +40,12 @@ func (w *WindowsKubeadmConfigTemplate) ValidateCreate(_ context.Context, t *boot
 }
 
 // ValidateUpdate keeps spec.template.spec immutable, except in the
-// server-side-apply dry runs of Cluster API's topology controller.
+// server-side-apply dry runs of Cluster API's topology controller. A
+// refusal the template was created before (Hyper-V isolation) does not
+// block its updates.
 func (w *WindowsKubeadmConfigTemplate) ValidateUpdate(ctx context.Context, oldT, newT *bootstrapv1.WindowsKubeadmConfigTemplate) (admission.Warnings, error) {
-	return nil, validateTemplateUpdate(ctx, newT, validation.ValidateConfigTemplate(newT), oldT.Spec.Template.Spec, newT.Spec.Template.Spec)
+	errs := validation.RatchetUpdate(validation.ValidateConfigTemplate(newT), &oldT.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
+	return nil, validateTemplateUpdate(ctx, newT, errs, oldT.Spec.Template.Spec, newT.Spec.Template.Spec)
 }
 
 // ValidateDelete allows every deletion.

@@ -41,6 +41,26 @@ func ValidateConfig(c *bootstrapv1.WindowsKubeadmConfig, cluster *clusterv1.Clus
 	return errs
 }
 
+// RatchetUpdate takes the errors of a changed config or template whose
+// spec, at path, was oldSpec, and drops the refusals of what the object
+// already had when admission accepted it: Hyper-V isolation, accepted
+// before it was refused. Such an object keeps getting its finalizers, owner
+// references and labels, and can be deleted; a new one is refused.
+func RatchetUpdate(errs field.ErrorList, oldSpec *bootstrapv1.WindowsKubeadmConfigSpec, path *field.Path) field.ErrorList {
+	if oldSpec.Containerd.Isolation != bootstrapv1.HyperVIsolation {
+		return errs
+	}
+	isolation := path.Child("containerd", "isolation").String()
+	var kept field.ErrorList
+	for _, e := range errs {
+		if e.Field == isolation && e.Type == field.ErrorTypeForbidden {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	return kept
+}
+
 // ValidateConfigTemplate checks a WindowsKubeadmConfigTemplate: the metadata
 // it gives its configs and their spec.
 func ValidateConfigTemplate(t *bootstrapv1.WindowsKubeadmConfigTemplate) field.ErrorList {
@@ -182,6 +202,14 @@ func isOneOf(name corev1.ResourceName, names []corev1.ResourceName) bool {
 	return false
 }
 
+// hyperVNotSupported is why Hyper-V isolation is refused. A bootstrap
+// config cannot see the platform of the machine it bootstraps (the two
+// providers meet only through the Cluster API contract), so it is refused
+// on every platform until one can run it.
+const hyperVNotSupported = "Hyper-V isolation is not supported on vSphere until capwin builds it end to end " +
+	"(capwin does not give its VMs nested virtualization, and no RuntimeClass names containerd's Hyper-V handler), " +
+	"nor on Azure, which capwin does not implement yet; remove the field or set Process"
+
 func validateContainerd(c *bootstrapv1.ContainerdSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	switch r := strings.ToLower(c.Runtime); {
@@ -193,7 +221,9 @@ func validateContainerd(c *bootstrapv1.ContainerdSpec, path *field.Path) field.E
 		errs = append(errs, field.NotSupported(path.Child("runtime"), c.Runtime, []string{bootstrapv1.ContainerdRuntime}))
 	}
 	switch c.Isolation {
-	case "", bootstrapv1.ProcessIsolation, bootstrapv1.HyperVIsolation:
+	case "", bootstrapv1.ProcessIsolation:
+	case bootstrapv1.HyperVIsolation:
+		errs = append(errs, field.Forbidden(path.Child("isolation"), hyperVNotSupported))
 	default:
 		errs = append(errs, field.NotSupported(path.Child("isolation"), c.Isolation, []bootstrapv1.Isolation{bootstrapv1.ProcessIsolation, bootstrapv1.HyperVIsolation}))
 	}

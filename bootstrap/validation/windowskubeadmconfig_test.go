@@ -46,6 +46,10 @@ func TestValidateConfig(t *testing.T) {
 		{"kubelet flag with a field of its own, spelled with underscores", func(c *bootstrapv1.WindowsKubeadmConfig) {
 			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "--system_reserved"}}
 		}, nil, "spec.nodeRegistration.kubeletExtraArgs[0].name", "set spec.kubelet.systemReserved instead"},
+		{"Hyper-V isolation", func(c *bootstrapv1.WindowsKubeadmConfig) { c.Spec.Containerd.Isolation = bootstrapv1.HyperVIsolation },
+			nil, "spec.containerd.isolation", "Hyper-V isolation is not supported on vSphere until capwin builds it end to end"},
+		{"process isolation", func(c *bootstrapv1.WindowsKubeadmConfig) { c.Spec.Containerd.Isolation = bootstrapv1.ProcessIsolation },
+			nil, "", ""},
 		{"registry mirror endpoint without a scheme", func(c *bootstrapv1.WindowsKubeadmConfig) {
 			c.Spec.Containerd.RegistryMirrors = []bootstrapv1.RegistryMirror{{Registry: "docker.io", Endpoints: []string{"mirror.example"}}}
 		}, nil, "spec.containerd.registryMirrors[0].endpoints[0]", "must be an absolute URL"},
@@ -89,6 +93,29 @@ func TestValidateConfigTemplate(t *testing.T) {
 	}
 	tmpl.Spec.Template.Spec.Containerd.Runtime = "docker"
 	expectError(t, ValidateConfigTemplate(tmpl), "spec.template.spec.containerd.runtime", "dockershim was removed")
+}
+
+// TestRatchetUpdate: Hyper-V isolation is refused on a new object and on
+// one that did not have it, not on one admitted with it before.
+func TestRatchetUpdate(t *testing.T) {
+	spec := func(i bootstrapv1.Isolation) *bootstrapv1.WindowsKubeadmConfigSpec {
+		s := &bootstrapv1.WindowsKubeadmConfigSpec{Containerd: bootstrapv1.ContainerdSpec{Isolation: i}}
+		s.Default()
+		return s
+	}
+	path := field.NewPath("spec", "template", "spec")
+	hyperV := ValidateConfigSpec(spec(bootstrapv1.HyperVIsolation), path)
+	expectError(t, hyperV, "spec.template.spec.containerd.isolation", "not supported")
+	if errs := RatchetUpdate(hyperV, spec(bootstrapv1.HyperVIsolation), path); len(errs) > 0 {
+		t.Errorf("an object admitted with HyperV is refused its updates: %v", errs)
+	}
+	expectError(t, RatchetUpdate(hyperV, spec(bootstrapv1.ProcessIsolation), path), "spec.template.spec.containerd.isolation", "not supported")
+
+	// Other errors stay.
+	bad := spec(bootstrapv1.HyperVIsolation)
+	bad.Containerd.Runtime = "docker"
+	expectError(t, RatchetUpdate(ValidateConfigSpec(bad, path), spec(bootstrapv1.HyperVIsolation), path),
+		"spec.template.spec.containerd.runtime", "dockershim was removed")
 }
 
 func expectError(t *testing.T, errs field.ErrorList, path, want string) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -44,9 +45,10 @@ func GuestInfo(m Machine, macs []string) ([]types.BaseOptionValue, error) {
 	return values, nil
 }
 
-// metadata is the instance metadata: the host name and the network. A NIC
-// is matched by its MAC address, and named eth0, eth1, ..., once vCenter
-// has given it one; before, the VM is off and nothing reads the entry.
+// metadata is the instance metadata: the host name, the network and the
+// SSH keys. A NIC is matched by its MAC address, and named eth0, eth1, ...,
+// once vCenter has given it one; before, the VM is off and nothing reads
+// the entry.
 func metadata(m Machine, macs []string) ([]byte, error) {
 	type ethernet struct {
 		Match       map[string]string   `json:"match,omitempty"`
@@ -68,11 +70,17 @@ func metadata(m Machine, macs []string) ([]byte, error) {
 		}
 		ethernets[fmt.Sprintf("id%d", i)] = e
 	}
-	return yaml.Marshal(map[string]any{
+	meta := map[string]any{
 		"instance-id":    InstanceUUID(m.Namespace, m.Name),
 		"local-hostname": m.ComputerName,
 		"network":        map[string]any{"version": 2, "ethernets": ethernets},
-	})
+	}
+	if len(m.SSHAuthorizedKeys) > 0 {
+		// One string, a key a line: cloudbase-init splits it into lines and
+		// reads nothing else; cloud-init takes a string or a list.
+		meta["public-keys-data"] = strings.Join(m.SSHAuthorizedKeys, "\n")
+	}
+	return yaml.Marshal(meta)
 }
 
 // nicMACs are the MAC addresses of the VM's network devices, in device order.
@@ -104,7 +112,7 @@ func (s *Session) writeNetworkMetadata(ctx context.Context, vm *object.VirtualMa
 			}
 		}
 	}
-	values, err := GuestInfo(Machine{Namespace: m.Namespace, Name: m.Name, Spec: m.Spec, ComputerName: m.ComputerName}, macs)
+	values, err := GuestInfo(Machine{Namespace: m.Namespace, Name: m.Name, Spec: m.Spec, ComputerName: m.ComputerName, SSHAuthorizedKeys: m.SSHAuthorizedKeys}, macs)
 	if err != nil {
 		return "", err
 	}

@@ -24,6 +24,8 @@ type Machine struct {
 	ControlPlaneHost string
 	// UserData is the bootstrap script, written to guestinfo.userdata.
 	UserData []byte
+	// SSHAuthorizedKeys go into the metadata as public-keys-data.
+	SSHAuthorizedKeys []string
 	// Op is the operation an earlier reconcile recorded: its ID is a task
 	// (a clone, reconfigure, power-on, power-off or destroy, or, while a
 	// machine never provisioned is deleted, a clone of its template that

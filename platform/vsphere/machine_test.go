@@ -330,8 +330,6 @@ func TestSessionReestablished(t *testing.T) {
 	}
 }
 
-// TestStaticAddresses: a machine with static addresses is powered on only
-// once its metadata matches its NIC by the MAC address vCenter gave it.
 // TestNetworkMetadataByMAC: every NIC's entry, static or DHCP, matches the
 // MAC address vCenter gave it (an entry without a match names an interface
 // id0, which no guest has), and the VM is powered on only after.
@@ -346,6 +344,9 @@ func TestNetworkMetadataByMAC(t *testing.T) {
 			m := machine(name)
 			m.OS = infrav1.OSLinux
 			m.Spec.Network = []infrav1.VSphereNetworkDevice{network}
+			// The rewritten metadata keeps the SSH keys (else it would never
+			// match what it should be, and be rewritten again and again).
+			m.SSHAuthorizedKeys = []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAILkF1Ms6BeuCAVt6oFYilabd0bpA5fjYB3Op9jIsDcVi alice1@example.com"}
 			// The clone comes up off: nothing may boot before the metadata is right.
 			st, err := s.Reconcile(ctx, m)
 			if err != nil || st.Op.Type != infrav1.MachineOperationCreate {
@@ -367,7 +368,7 @@ func TestNetworkMetadataByMAC(t *testing.T) {
 					meta = decode(t, fmt.Sprint(ov.Value))
 				}
 			}
-			want := []string{"macaddress: " + mac, "set-name: eth0"}
+			want := []string{"macaddress: " + mac, "set-name: eth0", "public-keys-data: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAILkF1Ms6BeuCAVt6oFYilabd0bpA5fjYB3Op9jIsDcVi"}
 			if name == "static" {
 				want = append(want, "10.0.0.21/24", "gateway4: 10.0.0.1")
 			} else {

@@ -132,6 +132,7 @@ func (p *Platform) machine(m *platform.Machine) (Machine, error) {
 		Op:               hm.Status.Operation,
 		Provisioned:      ptr.Deref(hm.Status.Initialization.Provisioned, false),
 	}
+	vm.SSHAuthorizedKeys = hm.Spec.SSHAuthorizedKeys
 	if hm.DeletionTimestamp != nil {
 		vm.DeletingSince = hm.DeletionTimestamp.Time
 	}

@@ -178,6 +178,26 @@ func TestBadInputRejected(t *testing.T) {
 			c.Spec.Containerd.Runtime = "docker"
 			return c
 		}, "spec.containerd.runtime", "dockershim was removed"},
+		{"SSH key that is not an authorized_keys line", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.SSHAuthorizedKeys = []string{sshKey, "AAAAC3NzaC1lZDI1NTE5AAAAILkF1Ms6BeuCAVt6oFYilabd0bpA5fjYB3Op9jIsDcVi"}
+			return m
+		}, "spec.sshAuthorizedKeys[1]", "must be one authorized_keys line"},
+		{"two SSH keys in one entry of a template", func(ns string) client.Object {
+			t := machineTemplate(ns)
+			t.Spec.Template.Spec.SSHAuthorizedKeys = []string{sshKey + "\n" + sshKey}
+			return t
+		}, "spec.template.spec.sshAuthorizedKeys[0]", "give each key its own entry"},
+		{"Hyper-V isolation", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.Containerd.Isolation = bootstrapv1.HyperVIsolation
+			return c
+		}, "spec.containerd.isolation", "not supported on vSphere until capwin builds it end to end"},
+		{"Hyper-V isolation in a template", func(ns string) client.Object {
+			t := &bootstrapv1.WindowsKubeadmConfigTemplate{ObjectMeta: metav1.ObjectMeta{Name: "hyperv", Namespace: ns}}
+			t.Spec.Template.Spec.Containerd.Isolation = bootstrapv1.HyperVIsolation
+			return t
+		}, "spec.template.spec.containerd.isolation", "not supported on vSphere until capwin builds it end to end"},
 		{"overlay in an IPv6 cluster", func(ns string) client.Object {
 			c := windowsConfig(ns)
 			c.Labels = map[string]string{clusterv1.ClusterNameLabel: "v6"}
@@ -346,6 +366,14 @@ func TestAcceptedInput(t *testing.T) {
 	ctx := t.Context()
 	ns := newNamespace(t)
 
+	// SSH keys, on a machine and in a template.
+	m := windowsVSphereMachine(ns)
+	m.Spec.SSHAuthorizedKeys = []string{sshKey, `from="10.0.0.0/8" ` + sshKey}
+	g.Expect(env.Client.Create(ctx, m, client.DryRunAll)).To(Succeed())
+	tmpl := machineTemplate(ns)
+	tmpl.Spec.Template.Spec.SSHAuthorizedKeys = []string{sshKey}
+	g.Expect(env.Client.Create(ctx, tmpl, client.DryRunAll)).To(Succeed())
+
 	// A vCenter with a CA-signed certificate and a port: no thumbprint needed.
 	c := vsphereCluster(ns)
 	c.Spec.VSphere.Server = "vcenter.example.com:8443"
@@ -403,6 +431,9 @@ func TestImmutableFields(t *testing.T) {
 	changed = m.DeepCopy()
 	changed.Spec.ProviderID = "vsphere://another"
 	expectRejected(t, env.Client.Update(ctx, changed), "spec.providerID", "immutable")
+	changed = m.DeepCopy()
+	changed.Spec.SSHAuthorizedKeys = []string{sshKey}
+	expectRejected(t, env.Client.Update(ctx, changed), "spec.sshAuthorizedKeys", "immutable")
 	changed = m.DeepCopy()
 	changed.Spec.OS.WindowsRelease = infrav1.WindowsServer2025
 	changed.Spec.OS.WindowsBuild = ""
@@ -487,6 +518,9 @@ func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
 	}
 	return objs
 }
+
+// sshKey is an authorized_keys line.
+const sshKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAILkF1Ms6BeuCAVt6oFYilabd0bpA5fjYB3Op9jIsDcVi alice@example.com"
 
 func windowsVSphereMachine(ns string) *infrav1.HybridMachine {
 	return &infrav1.HybridMachine{

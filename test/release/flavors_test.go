@@ -37,7 +37,7 @@ var flavorVariables = map[string]string{
 	"VSPHERE_LINUX_TEMPLATE":       "ubuntu-2404-kube-v1.36.3",
 	"VSPHERE_WINDOWS_TEMPLATE":     "windows-2022-kube-v1.36.3",
 	"WINDOWS_WORKER_MACHINE_COUNT": "2",
-	"VSPHERE_SSH_AUTHORIZED_KEY":   "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyOnlyForTests capwin@example",
+	"VSPHERE_SSH_AUTHORIZED_KEY":   "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAILkF1Ms6BeuCAVt6oFYilabd0bpA5fjYB3Op9jIsDcVi capwin@example",
 }
 
 // TestGenerateClusterFlavors runs the pinned clusterctl against a local

@@ -73,7 +73,7 @@ func (s *Sim) Variables(o ClusterOptions) map[string]string {
 		"VSPHERE_RESOURCE_POOL":        "/DC0/host/DC0_H0/Resources",
 		"VSPHERE_DATASTORE":            "LocalDS_0",
 		"VSPHERE_NETWORK":              "VM Network",
-		"VSPHERE_SSH_AUTHORIZED_KEY":   "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGNhcHdpbi1zaW11bGF0ZWQta2V5LW5vdC1hLXJlYWwtb25l capwin-sim",
+		"VSPHERE_SSH_AUTHORIZED_KEY":   "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICgW+26vf/XewPTWdp6YbAqSKtbPe+fopP/RDiIrSZO0 capwin-sim",
 	}
 }
 

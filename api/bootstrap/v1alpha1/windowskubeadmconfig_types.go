@@ -146,6 +146,8 @@ const (
 	// HyperVIsolation adds containerd's Hyper-V handler, which runs each pod of
 	// a RuntimeClass naming it in a utility VM; the image must have the
 	// Hyper-V feature (the node agent checks it, it does not enable it).
+	// Admission refuses it until capwin builds it end to end (see the
+	// isolation field).
 	HyperVIsolation Isolation = "HyperV"
 )
 
@@ -169,9 +171,15 @@ type ContainerdSpec struct {
 	// +kubebuilder:validation:MaxLength=512
 	PauseImage string `json:"pauseImage,omitempty"`
 
-	// isolation is Process (default) or HyperV. Pods run with process
-	// isolation either way unless their RuntimeClass names the Hyper-V
-	// handler runhcs-wcow-hypervisor, which HyperV adds.
+	// isolation is Process, the default and the only value admission
+	// accepts for now. HyperV (containerd's Hyper-V handler
+	// runhcs-wcow-hypervisor, for pods whose RuntimeClass names it) is
+	// refused until capwin builds it end to end: on vSphere capwin gives its
+	// VMs no nested virtualization and the flavors ship no RuntimeClass for
+	// the handler, and Azure is not implemented yet. A bootstrap config
+	// cannot see its machine's platform, so HyperV is refused on every
+	// platform. A config or template that has it from before keeps being
+	// updatable and deletable.
 	// +optional
 	Isolation Isolation `json:"isolation,omitempty"`
 

@@ -215,7 +215,8 @@ type AzureMachineSpec struct {
 	// +optional
 	EnableIPForwarding *bool `json:"enableIPForwarding,omitempty"`
 
-	// sshPublicKey is the administrator's SSH key; Linux only.
+	// sshPublicKey is the Azure VM's administrator SSH key; Linux only (a
+	// Windows machine's logins are spec.sshAuthorizedKeys).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=8192

@@ -59,6 +59,11 @@ const (
 	// HybridMachineWaitingForBootstrapDataReason means the Machine's bootstrap
 	// data Secret is not there yet.
 	HybridMachineWaitingForBootstrapDataReason = "WaitingForBootstrapData"
+	// HybridMachineBootstrapDataFormatMismatchReason means the format of the
+	// Machine's bootstrap data is not one the machine's OS runs (for
+	// example cloud-config for a Windows machine); no VM is made. The
+	// message names the format, the OS and the format expected.
+	HybridMachineBootstrapDataFormatMismatchReason = "BootstrapDataFormatMismatch"
 	// HybridMachineCreatingReason means the VM is being created (a vSphere
 	// clone runs).
 	HybridMachineCreatingReason = "Creating"

@@ -32,6 +32,27 @@ type HybridMachineSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	ComputerName string `json:"computerName,omitempty"`
 
+	// sshAuthorizedKeys are the SSH public keys that may log in to the
+	// machine, each one authorized_keys line (the contents of a .pub file,
+	// such as "ssh-ed25519 AAAA... alice@example.com"; admission refuses an
+	// entry that does not parse as one line and one key): the way to read
+	// C:\ProgramData\capwin\bootstrap.log on a Windows node that did not
+	// join. They sit here rather than under vsphere because who may log in
+	// does not depend on the platform; each platform hands them to the
+	// guest its own way. On vSphere they are the instance metadata's
+	// public-keys-data, which cloudbase-init writes to the authorized_keys
+	// of the user it is configured for (the image needs OpenSSH Server and
+	// an sshd that reads that file; see docs/vsphere.md) and cloud-init
+	// gives its default user (a Linux node's users usually come from its
+	// KubeadmConfig instead). On Azure this waits for capwin's Azure
+	// support. Written to the VM when it is created, so immutable.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=2048
+	SSHAuthorizedKeys []string `json:"sshAuthorizedKeys,omitempty"`
+
 	// vsphere makes the machine a vSphere VM.
 	// +optional
 	VSphere *VSphereMachineSpec `json:"vsphere,omitempty"`

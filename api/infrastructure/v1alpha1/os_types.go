@@ -11,6 +11,32 @@ const (
 	OSWindows OSType = "Windows"
 )
 
+// The bootstrap data formats, as the format key of a Machine's bootstrap
+// data Secret names them.
+const (
+	// BootstrapFormatCloudConfig is cloud-init's cloud-config, what the
+	// kubeadm bootstrap provider writes by default. A Secret without a
+	// format key, or with an empty one, is taken to hold cloud-config, as
+	// the vSphere provider takes it.
+	BootstrapFormatCloudConfig = "cloud-config"
+	// BootstrapFormatPowerShell is a PowerShell script for cloudbase-init,
+	// what capwin's WindowsKubeadmConfig writes.
+	BootstrapFormatPowerShell = "powershell"
+)
+
+// BootstrapFormat is the format of the bootstrap data a machine of this OS
+// runs: cloud-config for Linux (cloud-init), powershell for Windows
+// (cloudbase-init), "" for an OS capwin does not know.
+func (t OSType) BootstrapFormat() string {
+	switch t {
+	case OSLinux:
+		return BootstrapFormatCloudConfig
+	case OSWindows:
+		return BootstrapFormatPowerShell
+	}
+	return ""
+}
+
 // WindowsRelease is a Windows Server long-term servicing channel release.
 // Windows containers run only on a host of the same build, so the release
 // decides the pause image and the RuntimeClass a node is matched with.
@@ -47,7 +73,13 @@ func (r WindowsRelease) Build() (string, bool) {
 
 // OSSpec says which operating system a machine runs.
 type OSSpec struct {
-	// type is the operating system: Linux or Windows.
+	// type is the operating system: Linux or Windows. It decides the
+	// bootstrap data the machine can run, by the format key of the
+	// Machine's bootstrap data Secret: cloud-config for Linux (cloud-init;
+	// a Secret without a format counts as cloud-config), powershell for
+	// Windows (cloudbase-init; what a WindowsKubeadmConfig writes). A
+	// machine given another format gets no VM and the condition
+	// VMProvisioned False, reason BootstrapDataFormatMismatch.
 	// +required
 	Type OSType `json:"type,omitempty"`
 

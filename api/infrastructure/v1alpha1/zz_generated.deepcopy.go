@@ -595,6 +595,11 @@ func (in *HybridMachineList) DeepCopyObject() runtime.Object {
 func (in *HybridMachineSpec) DeepCopyInto(out *HybridMachineSpec) {
 	*out = *in
 	out.OS = in.OS
+	if in.SSHAuthorizedKeys != nil {
+		in, out := &in.SSHAuthorizedKeys, &out.SSHAuthorizedKeys
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.VSphere != nil {
 		in, out := &in.VSphere, &out.VSphere
 		*out = new(VSphereMachineSpec)
