@@ -110,6 +110,7 @@ func TestGenerateClusterFlavors(t *testing.T) {
 				g.Expect(err).NotTo(HaveOccurred(), "%s %s", o.GetKind(), o.GetName())
 			}
 			checkCloudProvider(t, objs, addons)
+			checkKubeVIP(t, objs)
 			// Each CNI choice has a ClusterResourceSet for its Linux side.
 			cniSets := map[string]bool{}
 			for _, o := range objs {
