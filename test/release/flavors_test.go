@@ -91,9 +91,13 @@ func TestGenerateClusterFlavors(t *testing.T) {
 			}
 			objs := generate("win1", nil)
 			g.Expect(objs).NotTo(BeEmpty())
-			// A second cluster of the flavor in the same namespace.
-			other := generate("win2", map[string]string{"POD_CIDR": "10.245.0.0/16"})
+			// A second cluster of the flavor in the same namespace, the
+			// other network mode.
+			other := generate("win2", map[string]string{"POD_CIDR": "10.245.0.0/16", "WINDOWS_CNI_MODE": "l2bridge"})
 			checkResourceSetsSelectTheirCluster(t, objs, other)
+			g.Expect(checkPodNetwork(t, objs)).To(Equal("vxlan"), "WINDOWS_CNI_MODE's default, overlay")
+			g.Expect(checkPodNetwork(t, other)).To(Equal("host-gw"), "WINDOWS_CNI_MODE=l2bridge")
+			checkNetworkModeRefused(t, generate("win3", map[string]string{"WINDOWS_CNI_MODE": "vxlan"}), "vxlan")
 			var addons []*unstructured.Unstructured
 			for _, o := range objs {
 				switch o.GetKind() {
@@ -132,12 +136,7 @@ func TestGenerateClusterFlavors(t *testing.T) {
 			// are checked against the same API server.
 			g.Expect(addons).NotTo(BeEmpty())
 			for _, o := range addons {
-				switch {
-				case o.GetKind() == "ConfigMap" && o.GetName() == "kube-flannel-cfg":
-					conf, _, _ := unstructured.NestedString(o.Object, "data", "net-conf.json")
-					g.Expect(conf).To(And(ContainSubstring(`"VNI": 4096`), ContainSubstring(`"Port": 4789`), ContainSubstring("10.244.0.0/16")),
-						"flannel's VXLAN must be what Windows accepts")
-				case o.GetKind() == "DaemonSet":
+				if o.GetKind() == "DaemonSet" {
 					sel, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "spec", "nodeSelector")
 					g.Expect(sel).To(HaveKeyWithValue("kubernetes.io/os", "linux"), "Linux-only add-on %s is pinned to Linux nodes", o.GetName())
 				}
