@@ -98,6 +98,7 @@ func TestGenerateClusterFlavors(t *testing.T) {
 			g.Expect(checkPodNetwork(t, objs)).To(Equal("vxlan"), "WINDOWS_CNI_MODE's default, overlay")
 			g.Expect(checkPodNetwork(t, other)).To(Equal("host-gw"), "WINDOWS_CNI_MODE=l2bridge")
 			checkNetworkModeRefused(t, generate("win3", map[string]string{"WINDOWS_CNI_MODE": "vxlan"}), "vxlan")
+			checkWindowsNodeIdentity(t, objs)
 			var addons []*unstructured.Unstructured
 			for _, o := range objs {
 				switch o.GetKind() {
