@@ -299,12 +299,15 @@ func kubeletService(cfg *nodeconfig.Config, iface host.Interface, deps []string)
 // OutBoundNAT policy, and flannel's own masquerading is iptables only
 // (pkg/trafficmngr/iptables/iptables_windows.go does nothing).
 //
-// Known limitation: flanneld runs with the kubelet's kubeconfig, because no
-// credential of its own is issued yet, and that cannot work: flannel's kube
-// subnet manager lists and watches every Node, and since Kubernetes 1.34
-// (AuthorizeNodeWithSelectors, locked on) the node authorizer lets a node
-// read only its own. On a real cluster flanneld gets no lease and the join
-// waits for its network in vain until issue 14 gives flanneld a credential.
+// flanneld runs with the kubelet's kubeconfig: its identity is the node's
+// (system:node:<name>, group system:nodes), and client-go reloads the
+// kubelet's rotated certificate from the files the kubeconfig names. The
+// Node authorizer lets it get its own Node and patch its status; flannel's
+// kube subnet manager also lists and watches every Node, which since
+// Kubernetes 1.34 (AuthorizeNodeWithSelectors, locked on) only RBAC can
+// grant a node: the flavors bind the ClusterRole capwin:flanneld to the
+// group system:nodes (docs/node-identity.md). Without that grant flanneld
+// gets no lease and the join waits for its network in vain.
 func flanneldService(cfg *nodeconfig.Config, iface host.Interface) host.ServiceSpec {
 	s := service(layout.ServiceFlanneld, "flanneld", "flannel pod network (capwin).", hosted(layout.ServiceFlanneld,
 		exe("flanneld.exe"),
@@ -327,9 +330,12 @@ func flanneldService(cfg *nodeconfig.Config, iface host.Interface) host.ServiceS
 // passed; only a kube-proxy older than 1.33, where WinDSR was off by
 // default, gets --feature-gates=WinDSR=true with DSR.
 //
-// Known limitation: kube-proxy runs with the kubelet's kubeconfig, and the
-// node authorizer does not let a node list EndpointSlices cluster-wide as
-// kube-proxy must; a kube-proxy credential is not issued yet.
+// kube-proxy runs with the kubelet's kubeconfig, as flanneld does. The
+// Node authorizer lets a node read Services and its own Node and write
+// Events, not list EndpointSlices or ServiceCIDRs: the flavors bind
+// kube-proxy's ClusterRole system:node-proxier to the group system:nodes
+// (docs/node-identity.md). Without that grant kube-proxy programs no
+// Service.
 func KubeProxyService(cfg *nodeconfig.Config, iface host.Interface, sourceVIP string) host.ServiceSpec {
 	argv := []string{
 		exe("kube-proxy.exe"),

@@ -11,8 +11,11 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,6 +90,7 @@ func TestScaleWindowsZeroToFiveToZero(t *testing.T) {
 		}
 		g.Expect(applied).To(Equal(map[string]bool{
 			o.Name + "-windows-runtimeclasses/" + o.Name + "-windows-runtimeclasses": true,
+			o.Name + "-windows-node-rbac/" + o.Name + "-windows-node-rbac":           true,
 			o.Name + "-flannel/" + o.Name + "-flannel":                               true,
 			o.Name + "-vsphere-cpi/" + o.Name + "-vsphere-cpi-credentials":           true,
 			o.Name + "-vsphere-cpi/" + o.Name + "-vsphere-cpi":                       true,
@@ -98,6 +102,17 @@ func TestScaleWindowsZeroToFiveToZero(t *testing.T) {
 	ds := &appsv1.DaemonSet{}
 	g.Expect(s.Workload.Client.Get(ctx, client.ObjectKey{Namespace: "kube-flannel", Name: "kube-flannel-ds"}, ds)).To(Succeed())
 	g.Expect(ds.Spec.Template.Spec.NodeSelector).To(HaveKeyWithValue(corev1.LabelOSStable, "linux"))
+	// A joined Windows node's own identity, with which capwin-node runs
+	// kube-proxy and flanneld, may make the requests only RBAC grants a
+	// node (docs/node-identity.md): the workload API server authorizes
+	// with RBAC alone, and the bindings came from the ClusterResourceSets.
+	cfg := rest.CopyConfig(s.Workload.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + nodes[0], Groups: []string{"system:nodes", "system:authenticated"}}
+	asNode, err := client.New(cfg, client.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(asNode.List(ctx, &discoveryv1.EndpointSliceList{})).To(Succeed(), "kube-proxy's EndpointSlices")
+	g.Expect(asNode.List(ctx, &networkingv1.ServiceCIDRList{})).To(Succeed(), "kube-proxy's ServiceCIDRs")
+	g.Expect(asNode.List(ctx, &corev1.NodeList{})).To(Succeed(), "flanneld's Nodes")
 
 	scale(t, o, 0)
 	g.Eventually(func(g Gomega) {

@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwin/capwin/platform/vsphere/vspheresim/cpi"
@@ -83,11 +84,21 @@ func TestGenerateClusterFlavors(t *testing.T) {
 					g.Expect(string(vars)).To(ContainSubstring("- "+name), "--list-variables names %s", name)
 				}
 			}
-			out := clusterctl(t, repo, config, "generate", "cluster", "win1", "--infrastructure", "capwin:v0.1.0",
-				"--flavor", flavor, "--target-namespace", ns.Name, "--kubernetes-version", "v1.36.3",
-				"--control-plane-machine-count", "1", "--worker-machine-count", "1")
-			objs := decode(t, out)
+			generate := func(name string, vars map[string]string) []*unstructured.Unstructured {
+				return decode(t, clusterctlWith(t, repo, config, vars, "generate", "cluster", name, "--infrastructure", "capwin:v0.1.0",
+					"--flavor", flavor, "--target-namespace", ns.Name, "--kubernetes-version", "v1.36.3",
+					"--control-plane-machine-count", "1", "--worker-machine-count", "1"))
+			}
+			objs := generate("win1", nil)
 			g.Expect(objs).NotTo(BeEmpty())
+			// A second cluster of the flavor in the same namespace, the
+			// other network mode.
+			other := generate("win2", map[string]string{"POD_CIDR": "10.245.0.0/16", "WINDOWS_CNI_MODE": "l2bridge"})
+			checkResourceSetsSelectTheirCluster(t, objs, other)
+			g.Expect(checkPodNetwork(t, objs)).To(Equal("vxlan"), "WINDOWS_CNI_MODE's default, overlay")
+			g.Expect(checkPodNetwork(t, other)).To(Equal("host-gw"), "WINDOWS_CNI_MODE=l2bridge")
+			checkNetworkModeRefused(t, generate("win3", map[string]string{"WINDOWS_CNI_MODE": "vxlan"}), "vxlan")
+			checkWindowsNodeIdentity(t, objs)
 			var addons []*unstructured.Unstructured
 			for _, o := range objs {
 				switch o.GetKind() {
@@ -110,6 +121,7 @@ func TestGenerateClusterFlavors(t *testing.T) {
 				g.Expect(err).NotTo(HaveOccurred(), "%s %s", o.GetKind(), o.GetName())
 			}
 			checkCloudProvider(t, objs, addons)
+			checkKubeVIP(t, objs)
 			// Each CNI choice has a ClusterResourceSet for its Linux side.
 			cniSets := map[string]bool{}
 			for _, o := range objs {
@@ -125,12 +137,7 @@ func TestGenerateClusterFlavors(t *testing.T) {
 			// are checked against the same API server.
 			g.Expect(addons).NotTo(BeEmpty())
 			for _, o := range addons {
-				switch {
-				case o.GetKind() == "ConfigMap" && o.GetName() == "kube-flannel-cfg":
-					conf, _, _ := unstructured.NestedString(o.Object, "data", "net-conf.json")
-					g.Expect(conf).To(And(ContainSubstring(`"VNI": 4096`), ContainSubstring(`"Port": 4789`), ContainSubstring("10.244.0.0/16")),
-						"flannel's VXLAN must be what Windows accepts")
-				case o.GetKind() == "DaemonSet":
+				if o.GetKind() == "DaemonSet" {
 					sel, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "spec", "nodeSelector")
 					g.Expect(sel).To(HaveKeyWithValue("kubernetes.io/os", "linux"), "Linux-only add-on %s is pinned to Linux nodes", o.GetName())
 				}
@@ -151,11 +158,20 @@ func TestGenerateClusterFlavors(t *testing.T) {
 
 func clusterctl(t *testing.T, repo, config string, args ...string) []byte {
 	t.Helper()
+	return clusterctlWith(t, repo, config, nil, args...)
+}
+
+// clusterctlWith runs clusterctl with flavorVariables and vars, which win.
+func clusterctlWith(t *testing.T, repo, config string, vars map[string]string, args ...string) []byte {
+	t.Helper()
 	root := envtest.RepoRoot()
 	cmd := exec.CommandContext(t.Context(), "go", append([]string{"tool", "-modfile=" + filepath.Join(root, "hack", "tools", "go.mod"), "clusterctl"},
 		append(args, "--config", config)...)...)
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(repo, "xdg"), "CLUSTERCTL_DISABLE_VERSIONCHECK=true")
 	for k, v := range flavorVariables {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	for k, v := range vars {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	var stderr bytes.Buffer
@@ -269,4 +285,53 @@ func checkCloudProvider(t *testing.T, objs, addons []*unstructured.Unstructured)
 	g.Expect(creds).To(Equal(map[string]string{
 		"vcenter.example.com.username": "capwin@vsphere.local", "vcenter.example.com.password": `se"c\r'et`,
 	}))
+}
+
+// checkResourceSetsSelectTheirCluster: each ClusterResourceSet of a
+// generated cluster selects that cluster and no other cluster of the same
+// flavor in its namespace. ApplyOnce creates what a workload cluster lacks
+// and keeps what it has, so a set that selected other clusters could give
+// a cluster another's pod network configuration, whichever came first.
+func checkResourceSetsSelectTheirCluster(t *testing.T, generated ...[]*unstructured.Unstructured) {
+	t.Helper()
+	g := NewWithT(t)
+	clusters := map[string]labels.Set{}
+	for _, objs := range generated {
+		for _, o := range objs {
+			if o.GetKind() == "Cluster" {
+				clusters[o.GetName()] = o.GetLabels()
+			}
+		}
+	}
+	g.Expect(clusters).To(HaveLen(len(generated)))
+	for _, objs := range generated {
+		var own string
+		var sets []*unstructured.Unstructured
+		for _, o := range objs {
+			switch o.GetKind() {
+			case "Cluster":
+				own = o.GetName()
+			case "ClusterResourceSet":
+				sets = append(sets, o)
+			}
+		}
+		g.Expect(sets).NotTo(BeEmpty())
+		for _, set := range sets {
+			sel, _, _ := unstructured.NestedStringMap(set.Object, "spec", "clusterSelector", "matchLabels")
+			expr, _, _ := unstructured.NestedSlice(set.Object, "spec", "clusterSelector", "matchExpressions")
+			g.Expect(expr).To(BeEmpty(), "ClusterResourceSet %s selects by matchLabels only", set.GetName())
+			for name, l := range clusters {
+				if name == own {
+					continue
+				}
+				g.Expect(labels.SelectorFromSet(sel).Matches(l)).To(BeFalse(), "ClusterResourceSet %s of cluster %s selects cluster %s", set.GetName(), own, name)
+			}
+			// Its own cluster with the WINDOWS_CNI the set is for.
+			l := labels.Merge(clusters[own], nil)
+			if cni, ok := sel["capwin.io/cni"]; ok {
+				l["capwin.io/cni"] = cni
+			}
+			g.Expect(labels.SelectorFromSet(sel).Matches(l)).To(BeTrue(), "ClusterResourceSet %s selects its own cluster %s", set.GetName(), own)
+		}
+	}
 }

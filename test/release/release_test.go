@@ -34,7 +34,12 @@ func TestMain(m *testing.M) {
 		println(err.Error())
 		os.Exit(1)
 	}
-	os.Exit(envtest.Run(m, &env, envtest.Options{Webhooks: true, ExtraCRDDirectories: []string{filepath.Join(dir, "deploy", "crds")}},
+	os.Exit(envtest.Run(m, &env, envtest.Options{
+		Webhooks: true, ExtraCRDDirectories: []string{filepath.Join(dir, "deploy", "crds")},
+		// A workload cluster's authorizers and node admission, as kubeadm
+		// configures them, for what the flavors grant nodes.
+		APIServerArgs: map[string]string{"authorization-mode": "Node,RBAC", "enable-admission-plugins": "NodeRestriction"},
+	},
 		func(mgr ctrl.Manager) error {
 			return errors.Join(webhooks.SetupInfrastructure(mgr), webhooks.SetupBootstrap(mgr))
 		}))
