@@ -361,9 +361,10 @@ func (r *HybridMachineReconciler) clearBootstrapData(ctx context.Context, s *mac
 }
 
 // waitForAddresses looks again later at a VM whose guest reports no
-// address yet.
+// address yet, or not its static one (a DHCP lease can come before the
+// guest software applies the static address).
 func (r *HybridMachineReconciler) waitForAddresses(_ context.Context, s *machineScope) (ctrl.Result, bool, error) {
-	if len(s.state.Addresses) == 0 {
+	if len(s.state.Addresses) == 0 || s.state.NetworkNotApplied != "" {
 		return ctrl.Result{RequeueAfter: addressPoll}, false, nil
 	}
 	return ctrl.Result{}, true, nil

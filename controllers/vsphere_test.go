@@ -456,11 +456,13 @@ func TestOneClonePerMachineWhileMachinesChange(t *testing.T) {
 	churned := make(chan struct{})
 	go func() {
 		defer close(churned)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
 		for i := 0; ; i++ {
 			select {
 			case <-done:
 				return
-			default:
+			case <-tick.C:
 			}
 			for _, n := range names {
 				m := &clusterv1.Machine{}

@@ -23,21 +23,15 @@ func validateSSHAuthorizedKeys(keys []string, path *field.Path) field.ErrorList 
 			// Never echoed: the API server may log the error.
 			errs = append(errs, field.Invalid(p, "(not shown)", "is a private key: give the public key instead; each entry "+authorizedKeyRule))
 		case strings.ContainsAny(k, "\r\n"):
-			errs = append(errs, field.Invalid(p, abbreviate(k), "holds a line break: give each key its own entry, which "+authorizedKeyRule))
+			// Not echoed either: the lines may hold a private key.
+			errs = append(errs, field.Invalid(p, "(not shown)", "holds a line break: give each key its own entry, which "+authorizedKeyRule))
 		default:
 			if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(k)); err != nil {
-				errs = append(errs, field.Invalid(p, abbreviate(k), authorizedKeyRule))
+				// Not echoed: what does not parse as a public key may be
+				// a private one pasted without its armour.
+				errs = append(errs, field.Invalid(p, "(not shown)", authorizedKeyRule))
 			}
 		}
 	}
 	return errs
-}
-
-// abbreviate shortens a long value for an error message.
-func abbreviate(s string) string {
-	const limit = 40
-	if len(s) <= limit {
-		return s
-	}
-	return s[:limit] + "..."
 }

@@ -26,6 +26,7 @@ func TestValidateSSHAuthorizedKeys(t *testing.T) {
 		{"two keys in one entry", []string{testKey1, testKey1 + "\n" + testKey2}, "holds a line break: give each key its own entry"},
 		{"a key and a line after it", []string{testKey1, testKey2 + "\r\nssh-rsa AAAA"}, "holds a line break"},
 		{"a private key", []string{testKey1, "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----"}, "is a private key"},
+		{"a private key without its armour", []string{testKey1, "b3BlbnNzaC1rZXktdjEAAAAA"}, "must be one authorized_keys line"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

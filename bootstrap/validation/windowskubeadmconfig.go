@@ -225,7 +225,7 @@ func validateContainerd(c *bootstrapv1.ContainerdSpec, path *field.Path) field.E
 	case bootstrapv1.HyperVIsolation:
 		errs = append(errs, field.Forbidden(path.Child("isolation"), hyperVNotSupported))
 	default:
-		errs = append(errs, field.NotSupported(path.Child("isolation"), c.Isolation, []bootstrapv1.Isolation{bootstrapv1.ProcessIsolation, bootstrapv1.HyperVIsolation}))
+		errs = append(errs, field.NotSupported(path.Child("isolation"), c.Isolation, []bootstrapv1.Isolation{bootstrapv1.ProcessIsolation}))
 	}
 	for i, m := range c.RegistryMirrors {
 		p := path.Child("registryMirrors").Index(i)

@@ -82,7 +82,7 @@ func staticNotApplied(spec *infrav1.VSphereMachineSpec, nics []types.GuestNicInf
 		if len(have) == 0 || slices.Contains(have, want.Addr().String()) {
 			continue
 		}
-		return fmt.Sprintf("VMware Tools reports %s on network device %d (%s, MAC %s), not its static address %s: the guest did not apply its network metadata (a Windows image needs cloudbase-init 1.1.5 or later, which reads the network from guestinfo)",
+		return fmt.Sprintf("VMware Tools reports %s on network device %d (%s, MAC %s), not its static address %s: the guest did not apply its network metadata (a Windows image needs cloudbase-init 1.1.7 or later, which reads the network from guestinfo)",
 			strings.Join(have, ", "), i, d.NetworkName, macs[i], want.Addr())
 	}
 	return ""

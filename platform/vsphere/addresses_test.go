@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/types"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
@@ -37,6 +38,18 @@ func TestGuestAddresses(t *testing.T) {
 	}
 }
 
+// TestNoMetadataWithoutMACs: a NIC vCenter has not given a MAC address yet
+// cannot be matched, so the network metadata is not written (and the VM
+// not powered on) until it has one.
+func TestNoMetadataWithoutMACs(t *testing.T) {
+	m := machine("nomac")
+	vm := object.NewVirtualMachine(nil, types.ManagedObjectReference{Type: "VirtualMachine", Value: "vm-1"})
+	_, err := (&Session{}).writeNetworkMetadata(t.Context(), vm, &types.VirtualMachineConfigInfo{}, []string{""}, m)
+	if err == nil || !strings.Contains(err.Error(), "network device 0 has no MAC address yet") {
+		t.Fatalf("want an error naming the device without a MAC, got %v", err)
+	}
+}
+
 func TestStaticNotApplied(t *testing.T) {
 	macs := []string{"00:50:56:aa:bb:01"}
 	static := &infrav1.VSphereMachineSpec{Network: []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", IPAddrs: []string{"10.0.0.21/24"}}}}
@@ -45,7 +58,7 @@ func TestStaticNotApplied(t *testing.T) {
 	}
 	dhcp := []types.GuestNicInfo{{MacAddress: "00:50:56:aa:bb:01", IpAddress: []string{"192.168.4.9", "fe80::1"}}}
 	msg := staticNotApplied(static, dhcp, macs)
-	for _, want := range []string{"192.168.4.9", "network device 0", "VM Network", "00:50:56:aa:bb:01", "10.0.0.21", "cloudbase-init 1.1.5"} {
+	for _, want := range []string{"192.168.4.9", "network device 0", "VM Network", "00:50:56:aa:bb:01", "10.0.0.21", "cloudbase-init 1.1.7"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}

@@ -101,6 +101,14 @@ func (s *Session) writeNetworkMetadata(ctx context.Context, vm *object.VirtualMa
 	if len(macs) < len(m.Spec.Network) {
 		return "", fmt.Errorf("%w: VM %s has %d network devices, and spec.vsphere.network names %d", platform.ErrInvalid, vm.Reference().Value, len(macs), len(m.Spec.Network))
 	}
+	for i := range m.Spec.Network {
+		if macs[i] == "" {
+			// An ESXi host may give a generated MAC address only at the
+			// first power-on: the guest must not boot with an entry that
+			// matches nothing, so wait (the caller retries).
+			return "", fmt.Errorf("VM %s: network device %d has no MAC address yet, which its network metadata must name before it powers on", vm.Reference().Value, i)
+		}
+	}
 	want, err := metadata(m, macs)
 	if err != nil {
 		return "", err

@@ -85,6 +85,8 @@ func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Mach
 	return st, nil
 }
 
+// checkTask returns the operation while its task runs, nothing once it
+// succeeded, and ErrTaskFailed with vCenter's message when it failed.
 func (s *Session) checkTask(ctx context.Context, op infrav1.MachineOperation) (State, error) {
 	ref := op.ID
 	var task mo.Task

@@ -354,8 +354,8 @@ const (
 // no entry matches gets no address at all and the machine never becomes a
 // node.
 //
-// cloudbase-init (Windows; 1.1.5 or later reads the network from
-// guestinfo) applies an entry only to the adapter with the entry's MAC
+// cloudbase-init (Windows; 1.1.7 or later reads the network from
+// guestinfo, entries without nameservers included) applies an entry only to the adapter with the entry's MAC
 // address; an adapter it does not configure keeps Windows' default, DHCP.
 //
 // DHCP addresses come from the simulated network's server (192.168.0.0/16,
