@@ -96,6 +96,7 @@ func TestGenerateClusterFlavors(t *testing.T) {
 			other := generate("win2", map[string]string{"POD_CIDR": "10.245.0.0/16", "WINDOWS_CNI_MODE": "l2bridge"})
 			checkResourceSetsSelectTheirCluster(t, objs, other)
 			g.Expect(checkPodNetwork(t, objs)).To(Equal("vxlan"), "WINDOWS_CNI_MODE's default, overlay")
+			checkVXLANOffload(t, objs)
 			g.Expect(checkPodNetwork(t, other)).To(Equal("host-gw"), "WINDOWS_CNI_MODE=l2bridge")
 			checkNetworkModeRefused(t, generate("win3", map[string]string{"WINDOWS_CNI_MODE": "vxlan"}), "vxlan")
 			checkWindowsNodeIdentity(t, objs)

@@ -77,6 +77,11 @@ func checkKubeVIP(t *testing.T, objs []*unstructured.Unstructured) {
 	g.Expect(env).To(HaveKeyWithValue("address", flavorVariables["CONTROL_PLANE_ENDPOINT_IP"]))
 	g.Expect(env).To(HaveKeyWithValue("port", "6443"))
 	g.Expect(env).To(HaveKeyWithValue("cp_enable", "true"))
+	// The vSphere provider's lease timings, not kube-vip's 5/3/1 s, which
+	// let the address move while the first node's kube-vip restarts.
+	g.Expect(env).To(HaveKeyWithValue("vip_leaseduration", "15"))
+	g.Expect(env).To(HaveKeyWithValue("vip_renewdeadline", "10"))
+	g.Expect(env).To(HaveKeyWithValue("vip_retryperiod", "2"))
 }
 
 // configSpec is what of a KubeadmConfigSpec a control-plane node runs

@@ -2,6 +2,7 @@ package release_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -236,4 +237,45 @@ func checkNetworkModeRefused(t *testing.T, objs []*unstructured.Unstructured, mo
 		}
 	}
 	t.Fatalf("nothing in the flavor refuses WINDOWS_CNI_MODE=%s", mode)
+}
+
+// vxlanOffloadRule is the udev rule the flavors' Linux machines write.
+const vxlanOffloadRule = "/etc/udev/rules.d/90-flannel-vxlan.rules"
+
+// checkVXLANOffload checks that every Linux machine of a cluster whose
+// flannel backend is VXLAN (the control plane's and the Linux workers'
+// bootstrap configurations) writes the udev rule that turns checksum
+// offload off on flannel's VXLAN device, named after the VNI its
+// net-conf.json gives.
+func checkVXLANOffload(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	g := NewWithT(t)
+	conf := linuxFlannelNetConf(t, objs)
+	g.Expect(conf.Backend.Type).To(Equal("vxlan"))
+	dev := fmt.Sprintf("flannel.%d", conf.Backend.VNI)
+	if conf.Backend.VNI == 0 {
+		dev = "flannel.1" // flannel's default VNI
+	}
+	paths := map[string][]string{
+		"KubeadmControlPlane":         {"spec", "kubeadmConfigSpec", "files"},
+		"KubeadmControlPlaneTemplate": {"spec", "template", "spec", "kubeadmConfigSpec", "files"},
+		"KubeadmConfigTemplate":       {"spec", "template", "spec", "files"},
+	}
+	checked := 0
+	for _, o := range objs {
+		path, ok := paths[o.GetKind()]
+		if !ok {
+			continue
+		}
+		files, _, _ := unstructured.NestedSlice(o.Object, path...)
+		i := slices.IndexFunc(files, func(f any) bool { return f.(map[string]any)["path"] == vxlanOffloadRule })
+		g.Expect(i).NotTo(Equal(-1), "%s %s writes %s", o.GetKind(), o.GetName(), vxlanOffloadRule)
+		content, _ := files[i].(map[string]any)["content"].(string)
+		g.Expect(content).To(And(
+			ContainSubstring(`ENV{INTERFACE}=="`+dev+`"`),
+			ContainSubstring("ethtool -K "+dev+" tx-checksum-ip-generic off")),
+			"%s %s: the rule names flannel's device %s", o.GetKind(), o.GetName(), dev)
+		checked++
+	}
+	g.Expect(checked).To(BeNumerically(">=", 2), "the control plane's and the Linux workers' configurations")
 }
