@@ -5,6 +5,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,6 +66,18 @@ func TestNodesLinkToMachinesThroughTheCloudControllerManager(t *testing.T) {
 		return wc.Get(ctx, client.ObjectKey{Name: "system:cloud-controller-manager"}, binding)
 	}, wait, 200*time.Millisecond).Should(Succeed(), "the flavor's ClusterResourceSet applies the CPI's RBAC")
 	g.Expect(wc.Delete(ctx, binding)).To(Succeed())
+	// The API server's authorizer learns of the deletion through its own
+	// informer: start only once it refuses, or the pod could start with
+	// the rights it is about to lose.
+	g.Eventually(func(g Gomega) {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               "system:serviceaccount:kube-system:cloud-controller-manager",
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "kube-system", Verb: "get", Resource: "secrets", Name: "vsphere-cloud-secret"},
+		}}
+		g.Expect(wc.Create(ctx, review)).To(Succeed())
+		g.Expect(review.Status.Allowed).To(BeFalse())
+	}, wait, 200*time.Millisecond).Should(Succeed())
 	off.StartCloudControllerManager()
 	g.Eventually(off.CloudControllerManagerErr, wait, 200*time.Millisecond).Should(MatchError(ContainSubstring("forbidden")))
 	restored := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: binding.Name}, RoleRef: binding.RoleRef, Subjects: binding.Subjects}
