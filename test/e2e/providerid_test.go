@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
@@ -65,6 +66,22 @@ func TestNodesLinkToMachinesThroughTheCloudControllerManager(t *testing.T) {
 	g.Eventually(func() error {
 		return wc.Get(ctx, client.ObjectKey{Name: "system:cloud-controller-manager"}, binding)
 	}, wait, 200*time.Millisecond).Should(Succeed(), "the flavor's ClusterResourceSet applies the CPI's RBAC")
+	// Cluster API applies a resource of the set again until every object
+	// of it went in (one may fail at first): only once the set's binding
+	// says both are applied does a deleted object stay deleted.
+	g.Eventually(func(g Gomega) {
+		b := &addonsv1.ClusterResourceSetBinding{}
+		g.Expect(mc.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, b)).To(Succeed())
+		applied := 0
+		for _, set := range b.Spec.Bindings {
+			for _, r := range set.Resources {
+				if set.ClusterResourceSetName == o.Name+"-vsphere-cpi" && ptr.Deref(r.Applied, false) {
+					applied++
+				}
+			}
+		}
+		g.Expect(applied).To(Equal(2), "the CPI set's credentials Secret and manifests applied")
+	}, wait, 200*time.Millisecond).Should(Succeed())
 	g.Expect(wc.Delete(ctx, binding)).To(Succeed())
 	// The API server's authorizer learns of the deletion through its own
 	// informer: start only once it refuses, or the pod could start with
