@@ -35,6 +35,11 @@ const (
 	// operationPoll is how soon a running platform operation (a clone,
 	// power-on or delete task) is looked at again.
 	operationPoll = 5 * time.Second
+	// shortOperationPoll is how soon a short one (writing the network
+	// metadata, a power-on: a second or two in vCenter) is looked at
+	// again, so that the steps of a machine's start do not each wait a
+	// full operationPoll.
+	shortOperationPoll = time.Second
 	// addressPoll is how soon a running VM without guest addresses is looked at again.
 	addressPoll = 15 * time.Second
 	// staleCacheRetry is how soon a reconcile that read an object older
@@ -313,7 +318,7 @@ func (r *HybridMachineReconciler) ensureVM(ctx context.Context, s *machineScope)
 	}
 	if !st.Operation.IsZero() {
 		setVMProvisioned(s.hm, vmProvisioned(st))
-		return ctrl.Result{RequeueAfter: operationPoll}, false, nil
+		return ctrl.Result{RequeueAfter: pollFor(st.Operation)}, false, nil
 	}
 	if !st.Exists || st.ProviderID == "" {
 		return ctrl.Result{}, false, fmt.Errorf("the platform reported no VM and no operation for %s", s.hm.Name)
@@ -323,6 +328,15 @@ func (r *HybridMachineReconciler) ensureVM(ctx context.Context, s *machineScope)
 	s.hm.Status.Addresses = machineAddresses(s.vm.ComputerName, st.Addresses)
 	s.hm.Status.Initialization.Provisioned = ptr.To(true)
 	return ctrl.Result{}, true, nil
+}
+
+// pollFor is how soon a running operation is looked at again.
+func pollFor(op infrav1.MachineOperation) time.Duration {
+	switch op.Type {
+	case infrav1.MachineOperationConfigure, infrav1.MachineOperationPowerOn:
+		return shortOperationPoll
+	}
+	return operationPoll
 }
 
 // clearBootstrapData removes the bootstrap data, and its token, from the

@@ -188,3 +188,17 @@ func TestConditionsCarryTheGeneration(t *testing.T) {
 		t.Errorf("condition %+v, want observedGeneration 7", c)
 	}
 }
+
+func TestPollFor(t *testing.T) {
+	for op, want := range map[infrav1.MachineOperationType]time.Duration{
+		infrav1.MachineOperationCreate:    operationPoll,
+		infrav1.MachineOperationConfigure: shortOperationPoll,
+		infrav1.MachineOperationPowerOn:   shortOperationPoll,
+		infrav1.MachineOperationPowerOff:  operationPoll,
+		infrav1.MachineOperationDelete:    operationPoll,
+	} {
+		if got := pollFor(infrav1.MachineOperation{Type: op, ID: "task-1"}); got != want {
+			t.Errorf("%s: looked at again after %s, want %s", op, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package vsphere
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/platform"
 )
 
 // What VMware Tools reports of a Windows node on vSphere with its pod
@@ -38,15 +40,15 @@ func TestGuestAddresses(t *testing.T) {
 	}
 }
 
-// TestNoMetadataWithoutMACs: a NIC vCenter has not given a MAC address yet
-// cannot be matched, so the network metadata is not written (and the VM
-// not powered on) until it has one.
+// TestNoMetadataWithoutMACs: a NIC without a MAC address cannot be
+// matched, so the network metadata is not written and the VM not powered
+// on; the condition says why.
 func TestNoMetadataWithoutMACs(t *testing.T) {
 	m := machine("nomac")
 	vm := object.NewVirtualMachine(nil, types.ManagedObjectReference{Type: "VirtualMachine", Value: "vm-1"})
 	_, err := (&Session{}).writeNetworkMetadata(t.Context(), vm, &types.VirtualMachineConfigInfo{}, []string{""}, m)
-	if err == nil || !strings.Contains(err.Error(), "network device 0 has no MAC address yet") {
-		t.Fatalf("want an error naming the device without a MAC, got %v", err)
+	if !errors.Is(err, platform.ErrInvalid) || !strings.Contains(err.Error(), "network device 0 has no MAC address") {
+		t.Fatalf("want an InvalidConfiguration error naming the device without a MAC, got %v", err)
 	}
 }
 

@@ -103,10 +103,9 @@ func (s *Session) writeNetworkMetadata(ctx context.Context, vm *object.VirtualMa
 	}
 	for i := range m.Spec.Network {
 		if macs[i] == "" {
-			// An ESXi host may give a generated MAC address only at the
-			// first power-on: the guest must not boot with an entry that
-			// matches nothing, so wait (the caller retries).
-			return "", fmt.Errorf("VM %s: network device %d has no MAC address yet, which its network metadata must name before it powers on", vm.Reference().Value, i)
+			// vCenter gives a clone's NICs their MAC addresses; one
+			// without would boot with an entry that matches nothing.
+			return "", fmt.Errorf("%w: VM %s: network device %d has no MAC address, which its network metadata must name before it powers on", platform.ErrInvalid, vm.Reference().Value, i)
 		}
 	}
 	want, err := metadata(m, macs)
