@@ -117,6 +117,18 @@ func startControllers(t testing.TB, sessions *vsphere.Sessions, ns string) (stop
 	return stop
 }
 
+// provisionedCluster makes a namespace whose controllers use sessions, with
+// a vSphere cluster on v whose infrastructure is provisioned; stop stops
+// the controllers.
+func provisionedCluster(t testing.TB, v *vspheresim.VCenter, sessions *vsphere.Sessions) (ns string, stop func()) {
+	t.Helper()
+	ns = newNamespace(t)
+	stop = startControllers(t, sessions, ns)
+	cluster(t, v, ns, nil)
+	markInfrastructureProvisioned(t, ns)
+	return ns, stop
+}
+
 func newNamespace(t testing.TB) string {
 	t.Helper()
 	ns, err := env.CreateNamespace(t.Context(), "vsphere")
@@ -285,10 +297,7 @@ func TestHybridMachineLifecycle(t *testing.T) {
 func TestVMAlreadyDeleted(t *testing.T) {
 	g := NewWithT(t)
 	v := vspheresim.StartT(t)
-	ns := newNamespace(t)
-	startControllers(t, vsphere.NewSessions(), ns)
-	cluster(t, v, ns, nil)
-	markInfrastructureProvisioned(t, ns)
+	ns, _ := provisionedCluster(t, v, vsphere.NewSessions())
 	machine(t, ns, "m2", "DC0_H0_VM0")
 	g.Eventually(func(g Gomega) {
 		g.Expect(getHM(g, ns, "m2").Status.Initialization.Provisioned).To(Equal(ptr.To(true)))
@@ -327,10 +336,7 @@ func TestVMAlreadyDeleted(t *testing.T) {
 func TestTemplateNotFound(t *testing.T) {
 	g := NewWithT(t)
 	v := vspheresim.StartT(t)
-	ns := newNamespace(t)
-	startControllers(t, vsphere.NewSessions(), ns)
-	cluster(t, v, ns, nil)
-	markInfrastructureProvisioned(t, ns)
+	ns, _ := provisionedCluster(t, v, vsphere.NewSessions())
 	machine(t, ns, "m3", "no-such-template")
 	g.Eventually(func(g Gomega) {
 		hm := getHM(g, ns, "m3")
@@ -345,10 +351,7 @@ func TestTemplateNotFound(t *testing.T) {
 func TestBootstrapDataFormatMismatchMakesNoVM(t *testing.T) {
 	g := NewWithT(t)
 	v := vspheresim.StartT(t)
-	ns := newNamespace(t)
-	startControllers(t, vsphere.NewSessions(), ns)
-	cluster(t, v, ns, nil)
-	markInfrastructureProvisioned(t, ns)
+	ns, _ := provisionedCluster(t, v, vsphere.NewSessions())
 	data := builder.BootstrapDataSecret(ns, "cc-bootstrap", "cloud-config", "#cloud-config\nruncmd: [kubeadm join]\n")
 	machineWithData(t, ns, "cc", "DC0_H0_VM0", data)
 	g.Eventually(func(g Gomega) {
@@ -383,10 +386,7 @@ func TestRestartMidClone(t *testing.T) {
 	v := vspheresim.StartT(t)
 	vspheresim.DelayTasks(t, map[string]int{"CloneVm": 3000}) // vcsim delays a task by its info.name
 
-	ns := newNamespace(t)
-	stop := startControllers(t, vsphere.NewSessions(), ns)
-	cluster(t, v, ns, nil)
-	markInfrastructureProvisioned(t, ns)
+	ns, stop := provisionedCluster(t, v, vsphere.NewSessions())
 	machine(t, ns, "m4", "DC0_H0_VM0")
 	g.Eventually(func(g Gomega) {
 		g.Expect(getHM(g, ns, "m4").Status.Operation.Type).To(Equal(infrav1.MachineOperationCreate))
@@ -407,10 +407,7 @@ func TestFaultInjectionFiftyMachines(t *testing.T) {
 	v := vspheresim.StartT(t)
 	v.FailCalls(0.05, "CloneVM_Task", "PowerOnVM_Task")
 	sessions := vsphere.NewSessions()
-	ns := newNamespace(t)
-	startControllers(t, sessions, ns)
-	cluster(t, v, ns, nil)
-	markInfrastructureProvisioned(t, ns)
+	ns, _ := provisionedCluster(t, v, sessions)
 	var names []string
 	for i := range 50 {
 		names = append(names, fmt.Sprintf("f%02d", i))
@@ -444,10 +441,7 @@ func TestOneClonePerMachineWhileMachinesChange(t *testing.T) {
 	g := NewWithT(t)
 	v := vspheresim.StartT(t)
 	vspheresim.DelayTasks(t, map[string]int{"CloneVm": 1000, "LockHandoff": 0})
-	ns := newNamespace(t)
-	startControllers(t, vsphere.NewSessions(), ns)
-	cluster(t, v, ns, nil)
-	markInfrastructureProvisioned(t, ns)
+	ns, _ := provisionedCluster(t, v, vsphere.NewSessions())
 	var names []string
 	for i := range 20 {
 		names = append(names, fmt.Sprintf("c%02d", i))
@@ -500,10 +494,7 @@ func TestTaskFailure(t *testing.T) {
 	v := vspheresim.StartT(t)
 	g.Expect(v.CloneVM(t.Context(), "/DC0/vm/DC0_H0_VM0", "/DC0/vm", "taken")).To(Succeed())
 
-	ns := newNamespace(t)
-	startControllers(t, vsphere.NewSessions(), ns)
-	cluster(t, v, ns, nil)
-	markInfrastructureProvisioned(t, ns)
+	ns, _ := provisionedCluster(t, v, vsphere.NewSessions())
 	machine(t, ns, "taken", "DC0_H0_VM0")
 	g.Eventually(func(g Gomega) {
 		hm := getHM(g, ns, "taken")
@@ -523,10 +514,7 @@ func TestDeleteMidClone(t *testing.T) {
 	g := NewWithT(t)
 	v := vspheresim.StartT(t)
 	vspheresim.DelayTasks(t, map[string]int{"CloneVm": 2000}) // vcsim delays a task by its info.name
-	ns := newNamespace(t)
-	startControllers(t, vsphere.NewSessions(), ns)
-	cluster(t, v, ns, nil)
-	markInfrastructureProvisioned(t, ns)
+	ns, _ := provisionedCluster(t, v, vsphere.NewSessions())
 	machine(t, ns, "m5", "DC0_H0_VM0")
 	g.Eventually(func(g Gomega) {
 		g.Expect(getHM(g, ns, "m5").Status.Operation.Type).To(Equal(infrav1.MachineOperationCreate))
@@ -547,10 +535,7 @@ func TestDeleteMidClone(t *testing.T) {
 func TestPausedClusterMakesNoVM(t *testing.T) {
 	g := NewWithT(t)
 	v := vspheresim.StartT(t)
-	ns := newNamespace(t)
-	startControllers(t, vsphere.NewSessions(), ns)
-	cluster(t, v, ns, nil)
-	markInfrastructureProvisioned(t, ns)
+	ns, _ := provisionedCluster(t, v, vsphere.NewSessions())
 	c := &clusterv1.Cluster{}
 	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, c)).To(Succeed())
 	c.Spec.Paused = ptr.To(true)
@@ -608,10 +593,7 @@ func TestVCenterTimeoutReported(t *testing.T) {
 	// start without answering is not cloned twice is platform/vsphere's
 	// TestCallTimeoutMidClone.)
 	sessions.Transport = vspheresim.HoldCalls("CloneVM_Task")
-	ns := newNamespace(t)
-	startControllers(t, sessions, ns)
-	cluster(t, v, ns, nil)
-	markInfrastructureProvisioned(t, ns)
+	ns, _ := provisionedCluster(t, v, sessions)
 	machine(t, ns, "slow", "DC0_H0_VM0")
 	g.Eventually(func(g Gomega) {
 		c := conditions.Get(getHM(g, ns, "slow"), infrav1.HybridMachineVMProvisionedCondition)
