@@ -42,10 +42,13 @@ type HybridMachineSpec struct {
 	// guest its own way. On vSphere they are the instance metadata's
 	// public-keys-data, which cloudbase-init writes to the authorized_keys
 	// of the user it is configured for (the image needs OpenSSH Server and
-	// an sshd that reads that file; see docs/vsphere.md) and cloud-init
-	// gives its default user (a Linux node's users usually come from its
-	// KubeadmConfig instead). On Azure this waits for capwin's Azure
-	// support. Written to the VM when it is created, so immutable.
+	// an sshd that reads that file; see docs/vsphere.md). cloud-init gives
+	// them to its default user, which a cloud-config with its own users
+	// list (as the kubeadm bootstrap provider writes) does not have: there
+	// they go to root, which cloud-init refuses for logins, so a Linux
+	// node's keys belong in its KubeadmConfig's users. On Azure this
+	// waits for capwin's Azure support. Written to the VM when it is
+	// created, so immutable.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
