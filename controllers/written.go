@@ -69,19 +69,11 @@ type recordingClient struct {
 }
 
 func (c recordingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	err := c.Client.Patch(ctx, obj, patch, opts...)
-	if err == nil {
-		c.w.record(obj)
-	}
-	return err
+	return c.w.after(obj, c.Client.Patch(ctx, obj, patch, opts...))
 }
 
 func (c recordingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	err := c.Client.Update(ctx, obj, opts...)
-	if err == nil {
-		c.w.record(obj)
-	}
-	return err
+	return c.w.after(obj, c.Client.Update(ctx, obj, opts...))
 }
 
 func (c recordingClient) Status() client.SubResourceWriter {
@@ -94,17 +86,18 @@ type recordingStatus struct {
 }
 
 func (s recordingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	err := s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
-	if err == nil {
-		s.w.record(obj)
-	}
-	return err
+	return s.w.after(obj, s.SubResourceWriter.Patch(ctx, obj, patch, opts...))
 }
 
 func (s recordingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	err := s.SubResourceWriter.Update(ctx, obj, opts...)
+	return s.w.after(obj, s.SubResourceWriter.Update(ctx, obj, opts...))
+}
+
+// after records obj when the write that returned err succeeded, and
+// returns err.
+func (w *written) after(obj client.Object, err error) error {
 	if err == nil {
-		s.w.record(obj)
+		w.record(obj)
 	}
 	return err
 }
