@@ -53,10 +53,14 @@ type Agent struct {
 	Log io.Writer
 	// Reporters receive the join's progress after every phase change.
 	Reporters []Reporter
-	// ClusterProgress, when set, makes a reporter to the cluster from the
-	// kubelet's bootstrap kubeconfig once discovery wrote it; the join then
-	// also reports there, until it completes (ReportToCluster).
-	ClusterProgress func(bootstrapKubeconfig []byte, nodeName string) (Reporter, error)
+	// ClusterProgress, when set, makes a reporter to the cluster that
+	// writes to ConfigMap configMap (the configuration's
+	// join.progressConfigMap; never called when that is empty) with the
+	// server, CA and token of bootstrapKubeconfig: the kubelet's, once
+	// discovery wrote it; the join then also reports there, until it
+	// completes (ReportToCluster). A failure before discovery, and a CA
+	// that does not match the pin, are reported too (join.go says when).
+	ClusterProgress func(bootstrapKubeconfig []byte, configMap string) (Reporter, error)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// NodeTimeout bounds each wait for the kubelet: its TLS bootstrap and

@@ -13,8 +13,12 @@ import (
 // discovery as kubeadm join does it, and the Node read with the kubelet's
 // own credentials.
 type KubeadmControlPlane struct {
-	// Options tune discovery; the zero value is kubeadm's.
+	// Options tune discovery; the zero value is kubeadm's. Its DialContext
+	// also makes the connections of WaitForNode and of the method
+	// ReportToCluster.
 	Options discovery.Options
+	// NodePoll is how often WaitForNode looks for the Node; 2 s when zero.
+	NodePoll time.Duration
 }
 
 // Discover runs kubeadm's token discovery. Its errors are discovery's; the
@@ -28,10 +32,17 @@ func (k KubeadmControlPlane) Discover(ctx context.Context, join nodeconfig.Join)
 }
 
 // ReportToCluster is the Agent's ClusterProgress for a kubeadm cluster: the
-// progress goes to the node's ConfigMap in discovery.ProgressNamespace,
-// written with the bootstrap token over the pinned CA.
-func ReportToCluster(bootstrapKubeconfig []byte, nodeName string) (Reporter, error) {
-	w, err := discovery.NewProgressWriter(bootstrapKubeconfig, nodeName)
+// progress goes to ConfigMap configMap (the configuration's
+// join.progressConfigMap) in discovery.ProgressNamespace, written with the
+// bootstrap token over the CA in bootstrapKubeconfig.
+func ReportToCluster(bootstrapKubeconfig []byte, configMap string) (Reporter, error) {
+	return KubeadmControlPlane{}.ReportToCluster(bootstrapKubeconfig, configMap)
+}
+
+// ReportToCluster is the package's ReportToCluster whose connections
+// k.Options.DialContext makes.
+func (k KubeadmControlPlane) ReportToCluster(bootstrapKubeconfig []byte, configMap string) (Reporter, error) {
+	w, err := k.Options.NewProgressWriter(bootstrapKubeconfig, configMap)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +63,7 @@ func (c clusterReporter) Report(ctx context.Context, p Progress) error {
 	return c.w.Write(ctx, data)
 }
 
-// WaitForNode polls for the Node every 2 seconds.
+// WaitForNode polls for the Node every NodePoll (2 s when zero).
 func (k KubeadmControlPlane) WaitForNode(ctx context.Context, kubeconfig []byte, readFile func(string) ([]byte, error), nodeName string) error {
-	return discovery.WaitForNode(ctx, kubeconfig, nodeName, 2*time.Second, readFile)
+	return k.Options.WaitForNode(ctx, kubeconfig, nodeName, k.NodePoll, readFile)
 }

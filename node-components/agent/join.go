@@ -10,9 +10,11 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/capwin/capwin/node-components/discovery"
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/layout"
 	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/node-components/render"
 )
 
 // The join's phases, in order.
@@ -129,7 +131,8 @@ func (a *Agent) Join(ctx context.Context, configPath string) error {
 	name, err := a.nodeName(ctx, cfg, state)
 	if err != nil {
 		a.logf("Phase %s: failed: %v", PhasePreflight, err)
-		a.report(ctx, Progress{Phase: PhasePreflight, State: ProgressFailed, Message: err.Error(), Time: a.now(), Phases: state.Phases})
+		j := &join{Agent: a, cfg: cfg, configPath: configPath, state: state}
+		j.reportAll(ctx, j.progress(PhasePreflight, ProgressFailed, err.Error(), false))
 		return &PhaseError{Phase: PhasePreflight, Err: err}
 	}
 	// From here on the configuration is the one this node applies: every
@@ -188,18 +191,26 @@ func (j *join) runPhase(ctx context.Context, p joinPhase) error {
 // reportAll reports on the node and, once discovery has proved the control
 // plane and written the bootstrap kubeconfig, to the cluster. The reporter
 // keeps the token in memory, so the final report still goes out after the
-// complete phase removed it from disk.
+// complete phase removed it from disk. A failure before discovery is
+// reported too, after a discovery of its own (reporterBeforeDiscovery).
 func (j *join) reportAll(ctx context.Context, p Progress) {
 	j.report(ctx, p)
-	if j.ClusterProgress == nil {
+	if j.ClusterProgress == nil || j.cfg.Join.ProgressConfigMap == "" {
 		return
 	}
 	if j.cluster == nil {
 		kc, err := j.Host.FS().ReadFile(layout.BootstrapKubeconfig)
-		if err != nil {
+		switch {
+		case err == nil:
+		case p.State == ProgressFailed && beforeDiscovery(p.Phase):
+			if kc, err = j.discoverToReport(ctx); err != nil {
+				j.logf("The failure is not reported to the cluster: discovery, run only to report it, failed: %v", err)
+				return
+			}
+		default:
 			return // not discovered yet, or joined
 		}
-		if j.cluster, err = j.ClusterProgress(kc, j.cfg.NodeName); err != nil {
+		if j.cluster, err = j.ClusterProgress(kc, j.cfg.Join.ProgressConfigMap); err != nil {
 			j.logf("Reporting progress to the cluster is not possible: %v", err)
 			return
 		}
@@ -208,6 +219,76 @@ func (j *join) reportAll(ctx context.Context, p Progress) {
 	defer cancel()
 	if err := j.cluster.Report(rctx, p); err != nil {
 		j.logf("Reporting progress through %s failed: %v", j.cluster.Name(), err)
+	}
+}
+
+// beforeDiscovery reports whether phase comes before the discovery phase.
+func beforeDiscovery(phase string) bool {
+	for _, p := range joinPhases {
+		switch p.name {
+		case phase:
+			return true
+		case PhaseDiscovery:
+			return false
+		}
+	}
+	return false
+}
+
+// discoverToReport runs discovery, for a join that failed before its
+// discovery phase, only to get an authenticated channel to the cluster for
+// the failure: it reads cluster-info anonymously, checks the token's
+// signature and the CA pin, reads kubelet-config with the token, and
+// writes nothing on the host. It returns a bootstrap kubeconfig (in
+// memory) of the pinned CA and the token. Bounded by
+// earlyDiscoveryTimeout: the join's own exit waits for it.
+func (j *join) discoverToReport(ctx context.Context) ([]byte, error) {
+	dctx, cancel := context.WithTimeout(ctx, earlyDiscoveryTimeout)
+	defer cancel()
+	d, err := j.ControlPlane.Discover(dctx, j.cfg.Join)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := render.BootstrapKubeconfig(d.Server, d.CACert, j.cfg.Join.Token)
+	if err != nil {
+		return nil, err
+	}
+	return kc.Data, nil
+}
+
+// earlyDiscoveryTimeout bounds the discovery a failure before the
+// discovery phase runs to report itself.
+const earlyDiscoveryTimeout = time.Minute
+
+// reporterForCAMismatch makes the cluster reporter for a discovery that
+// failed because the CA in cluster-info is not the one pinned, when the
+// token's signature on that cluster-info verified: the reporter speaks to
+// the server cluster-info names, with the token, over TLS verified against
+// the CA cluster-info holds, not the pinned one. That is safe: a valid
+// signature proves the cluster-info came from someone who knows the
+// token's secret; TLS verified against the CA inside it reaches only a
+// server holding a key that CA certified; so the token goes only to a
+// party that knew it already. A bad or missing signature, a token the API
+// server refused, anything else: no reporter, nothing is sent. The pin is
+// not weakened: the join fails all the same.
+func (j *join) reporterForCAMismatch(err error) {
+	if j.ClusterProgress == nil || j.cfg.Join.ProgressConfigMap == "" || j.cluster != nil {
+		return
+	}
+	var de *discovery.Error
+	if !errors.As(err, &de) {
+		return
+	}
+	server, ca, ok := de.SignedClusterInfo()
+	if !ok {
+		return
+	}
+	kc, kerr := render.BootstrapKubeconfig(server, ca, j.cfg.Join.Token)
+	if kerr == nil {
+		j.cluster, kerr = j.ClusterProgress(kc.Data, j.cfg.Join.ProgressConfigMap)
+	}
+	if kerr != nil {
+		j.logf("The CA mismatch is not reported to the cluster: %v", kerr)
 	}
 }
 

@@ -402,6 +402,9 @@ func (j *join) discovery(ctx context.Context) (string, error) {
 	start := j.now()
 	d, err := j.ControlPlane.Discover(ctx, j.cfg.Join)
 	j.waited += j.now().Sub(start)
+	if err != nil {
+		j.reporterForCAMismatch(err)
+	}
 	if discovery.Retryable(err) {
 		return "", Retryable(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,10 +32,11 @@ var codecs = func() serializer.CodecFactory {
 
 // credentials is how a client connects: with no CA it does not verify the
 // server (the first cluster-info read only); with no bearer it is
-// anonymous.
+// anonymous. dial, when set, makes its connections (Options.DialContext).
 type credentials struct {
 	ca     []byte
 	bearer string
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // newClient returns a core/v1 REST client for host. No typed clientset:
@@ -45,6 +47,7 @@ func newClient(host string, creds credentials) (rest.Interface, error) {
 		UserAgent:   userAgent,
 		Timeout:     requestTimeout,
 		BearerToken: creds.bearer,
+		Dial:        creds.dial,
 	}
 	if creds.ca == nil {
 		cfg.Insecure = true

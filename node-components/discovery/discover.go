@@ -52,6 +52,11 @@ type Options struct {
 	// believed: the API server learns of a new token Secret or RoleBinding
 	// through an informer, a moment after it is created. 2 s when zero.
 	RefusalGrace time.Duration
+	// DialContext makes the connections of every HTTP client discovery
+	// makes: Discover's, WaitForNode's and the ProgressWriter's (nil: the
+	// default dialer). The simulation routes the control plane's address
+	// to its API server with it.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (o Options) withDefaults() Options {
@@ -117,7 +122,7 @@ type discoverer struct {
 }
 
 func (d *discoverer) run(ctx context.Context, pinned pins) (*Result, error) {
-	insecure, err := newClient(d.endpoint, credentials{})
+	insecure, err := newClient(d.endpoint, credentials{dial: d.opts.DialContext})
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for %s: %w", d.endpoint, err)
 	}
@@ -131,11 +136,17 @@ func (d *discoverer) run(ctx context.Context, pinned pins) (*Result, error) {
 	}
 	ca, err := pinned.pinned(bundle)
 	if err != nil {
+		var e *Error
+		if errors.As(err, &e) && e.Reason == ReasonCAMismatch {
+			// The token signed this cluster-info: say where it points, so
+			// that the agent can report the mismatch (Error.SignedClusterInfo).
+			e.signedServer, e.signedCA = server, bundle
+		}
 		return nil, err
 	}
 	d.log.V(1).Info("Cluster-info is signed by the token and its CA is pinned", "server", server)
 
-	secure, err := newClient(d.endpoint, credentials{ca: ca})
+	secure, err := newClient(d.endpoint, credentials{ca: ca, dial: d.opts.DialContext})
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for %s: %w", d.endpoint, err)
 	}
@@ -150,7 +161,7 @@ func (d *discoverer) run(ctx context.Context, pinned pins) (*Result, error) {
 	}
 	d.log.V(1).Info("Cluster-info read again over the pinned CA is the same")
 
-	withToken, err := newClient(server, credentials{ca: ca, bearer: d.token.bearer()})
+	withToken, err := newClient(server, credentials{ca: ca, bearer: d.token.bearer(), dial: d.opts.DialContext})
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for %s: %w", server, err)
 	}

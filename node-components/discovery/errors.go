@@ -50,6 +50,30 @@ type Error struct {
 	Message string
 	// Err is the underlying error, if any: an API or transport error.
 	Err error
+
+	// signedServer and signedCA are, for ReasonCAMismatch, the server and
+	// the CA bundle of the kubeconfig in cluster-info, whose signature
+	// with the token verified (SignedClusterInfo).
+	signedServer string
+	signedCA     []byte
+}
+
+// SignedClusterInfo returns, for a CA mismatch (ReasonCAMismatch), the
+// server and CA bundle (PEM) of the cluster-info whose signature with the
+// node's token verified: the cluster that the token belongs to, whatever
+// the node pinned. ok is false for every other failure.
+//
+// The pin is not weakened by this: the join still fails. The agent uses
+// them only to report that failure with the token, over TLS verified
+// against that CA. That is safe: a valid signature proves the
+// cluster-info came from someone who knows the token's secret; TLS
+// verified against the CA inside it reaches only the holder of that CA's
+// server key; so the token goes only to a party that knew it already.
+func (e *Error) SignedClusterInfo() (server string, ca []byte, ok bool) {
+	if e.Reason != ReasonCAMismatch || e.signedServer == "" || len(e.signedCA) == 0 {
+		return "", nil, false
+	}
+	return e.signedServer, e.signedCA, true
 }
 
 func (e *Error) Error() string {

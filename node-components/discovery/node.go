@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -28,6 +29,12 @@ type ReadFileFunc func(path string) ([]byte, error)
 // (a Windows clock behind the CA's) and then accepted; when ctx ends the
 // error says what the last attempt saw.
 func WaitForNode(ctx context.Context, kubeconfig []byte, nodeName string, interval time.Duration, readFile ReadFileFunc) error {
+	return Options{}.WaitForNode(ctx, kubeconfig, nodeName, interval, readFile)
+}
+
+// WaitForNode is the package's WaitForNode whose connections o.DialContext
+// makes.
+func (o Options) WaitForNode(ctx context.Context, kubeconfig []byte, nodeName string, interval time.Duration, readFile ReadFileFunc) error {
 	if interval <= 0 {
 		interval = 2 * time.Second
 	}
@@ -43,7 +50,7 @@ func WaitForNode(ctx context.Context, kubeconfig []byte, nodeName string, interv
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("node", nodeName)
 	for {
-		err := getNode(ctx, cfg, nodeName, readFile)
+		err := getNode(ctx, cfg, nodeName, readFile, o.DialContext)
 		if err == nil {
 			return nil
 		}
@@ -58,11 +65,12 @@ func WaitForNode(ctx context.Context, kubeconfig []byte, nodeName string, interv
 	}
 }
 
-func getNode(ctx context.Context, cfg *clientcmdapi.Config, name string, readFile ReadFileFunc) error {
+func getNode(ctx context.Context, cfg *clientcmdapi.Config, name string, readFile ReadFileFunc, dial func(ctx context.Context, network, addr string) (net.Conn, error)) error {
 	rc, err := restConfigFor(cfg, readFile)
 	if err != nil {
 		return err
 	}
+	rc.Dial = dial
 	c, err := coreClient(rc)
 	if err != nil {
 		return err

@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Where a joining node reports its progress in the cluster it joins: the
-// ConfigMap named after the node in ProgressNamespace, key ProgressKey. The
-// management cluster reads it through its connection to the workload
+// ConfigMap its configuration names (join.progressConfigMap; the bootstrap
+// provider uses the Machine's name) in ProgressNamespace, key ProgressKey.
+// The management cluster reads it through its connection to the workload
 // cluster; no cloud API is involved.
 const (
 	ProgressNamespace = "capwin-node-bootstrap"
@@ -20,22 +22,38 @@ const (
 )
 
 // ProgressGroup is the group a node's bootstrap token carries (among its
-// auth-extra-groups) so that RBAC can let it patch its own progress
-// ConfigMap and no other.
-func ProgressGroup(nodeName string) string { return "system:bootstrappers:capwin:" + nodeName }
+// auth-extra-groups) so that RBAC can let it get and patch its own progress
+// ConfigMap and no other. The dots of the ConfigMap's name (a DNS-1123
+// subdomain) become colons, since a token's extra group may hold only
+// [a-z0-9:-] after "system:bootstrappers:". The mapping is injective: a
+// DNS name never contains ':', so each group comes from one name only.
+func ProgressGroup(configMap string) string {
+	return "system:bootstrappers:capwin:" + strings.ReplaceAll(configMap, ".", ":")
+}
 
 // ProgressWriter writes a node's progress with its bootstrap token, over the
 // CA that discovery pinned: the only credentials a node has before it
 // joined, sent only to a control plane it has authenticated.
 type ProgressWriter struct {
-	node   string
-	server string
-	creds  credentials
+	configMap string
+	server    string
+	creds     credentials
 }
 
-// NewProgressWriter reads the server, CA and token from the kubelet's
-// bootstrap kubeconfig that the agent wrote after discovery.
-func NewProgressWriter(bootstrapKubeconfig []byte, nodeName string) (*ProgressWriter, error) {
+// NewProgressWriter reads the server, CA and token from a bootstrap
+// kubeconfig (the kubelet's, that the agent wrote after discovery) and
+// writes to ConfigMap configMap in ProgressNamespace, with the default
+// dialer.
+func NewProgressWriter(bootstrapKubeconfig []byte, configMap string) (*ProgressWriter, error) {
+	return Options{}.NewProgressWriter(bootstrapKubeconfig, configMap)
+}
+
+// NewProgressWriter is the package's NewProgressWriter whose connections
+// o.DialContext makes.
+func (o Options) NewProgressWriter(bootstrapKubeconfig []byte, configMap string) (*ProgressWriter, error) {
+	if configMap == "" {
+		return nil, errors.New("no progress ConfigMap named")
+	}
 	cfg, err := clientcmd.Load(bootstrapKubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("the bootstrap kubeconfig does not parse: %w", err)
@@ -47,7 +65,8 @@ func NewProgressWriter(bootstrapKubeconfig []byte, nodeName string) (*ProgressWr
 	if auth.Token == "" || len(cluster.CertificateAuthorityData) == 0 {
 		return nil, errors.New("the bootstrap kubeconfig has no token or no CA data")
 	}
-	return &ProgressWriter{node: nodeName, server: cluster.Server, creds: credentials{ca: cluster.CertificateAuthorityData, bearer: auth.Token}}, nil
+	creds := credentials{ca: cluster.CertificateAuthorityData, bearer: auth.Token, dial: o.DialContext}
+	return &ProgressWriter{configMap: configMap, server: cluster.Server, creds: creds}, nil
 }
 
 // Write replaces the progress with data (JSON). The ConfigMap must exist:
@@ -62,10 +81,10 @@ func (w *ProgressWriter) Write(ctx context.Context, data []byte) error {
 	if err != nil {
 		return err
 	}
-	err = c.Patch(types.MergePatchType).Namespace(ProgressNamespace).Resource("configmaps").Name(w.node).
+	err = c.Patch(types.MergePatchType).Namespace(ProgressNamespace).Resource("configmaps").Name(w.configMap).
 		Body(patch).MaxRetries(0).Do(ctx).Error()
 	if err != nil {
-		return fmt.Errorf("patching ConfigMap %s/%s at %s: %w", ProgressNamespace, w.node, w.server, err)
+		return fmt.Errorf("patching ConfigMap %s/%s at %s: %w", ProgressNamespace, w.configMap, w.server, err)
 	}
 	return nil
 }

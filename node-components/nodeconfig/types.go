@@ -63,6 +63,12 @@ type Join struct {
 	CACertHashes []string `json:"caCertHashes"`
 	// IgnorePreflightErrors are kubeadm preflight checks to skip.
 	IgnorePreflightErrors []string `json:"ignorePreflightErrors,omitempty"`
+	// ProgressConfigMap is the name of the ConfigMap in the namespace
+	// capwin-node-bootstrap (discovery.ProgressNamespace) the node writes
+	// its join progress to, with its bootstrap token. The bootstrap
+	// provider sets it to the Machine's name. Empty: the node reports its
+	// progress only on its own disk.
+	ProgressConfigMap string `json:"progressConfigMap,omitempty"`
 }
 
 // Taint is a Node taint.

@@ -27,7 +27,30 @@ var (
 	buildPattern       = regexp.MustCompile(`^\d+\.\d+\.\d+$`)
 	windowsPathPattern = regexp.MustCompile(`^[A-Za-z]:\\`)
 	quantityPattern    = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$`)
+	dnsSubdomain       = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 )
+
+// MaxProgressConfigMap is the longest join.progressConfigMap: the token
+// group named after it (discovery.ProgressGroup, the prefix
+// "system:bootstrappers:capwin:" and the name) must stay within the
+// bootstrap token's extra-group rule,
+// ^system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]$, which leaves 256
+// characters after "system:bootstrappers:", 7 of them "capwin:". That
+// would allow 249; the limit agreed with the bootstrap provider, which
+// refuses longer Machine names, is 248, one to spare.
+const MaxProgressConfigMap = 248
+
+// ProgressConfigMapRule is the rule join.progressConfigMap follows.
+var ProgressConfigMapRule = fmt.Sprintf("a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit) of at most %d characters, so that its bootstrap token group fits the rule for a token's extra groups", MaxProgressConfigMap)
+
+// CheckProgressConfigMap checks a join.progressConfigMap that is set
+// against ProgressConfigMapRule.
+func CheckProgressConfigMap(name string) error {
+	if len(name) > MaxProgressConfigMap || !dnsSubdomain.MatchString(name) {
+		return fmt.Errorf("%q must be %s", name, ProgressConfigMapRule)
+	}
+	return nil
+}
 
 // NodeNameRule is the rule a node name follows: it is a Windows computer
 // name, lower case, that is also a valid Kubernetes node name.
@@ -217,6 +240,11 @@ func (cfg *Config) validateJoin(c *checker) {
 	for i, h := range cfg.Join.CACertHashes {
 		if !caHashPattern.MatchString(h) {
 			c.add(fmt.Sprintf("join.caCertHashes[%d]", i), "%q must be sha256: and 64 lower-case hex digits", h)
+		}
+	}
+	if n := cfg.Join.ProgressConfigMap; n != "" {
+		if err := CheckProgressConfigMap(n); err != nil {
+			c.add("join.progressConfigMap", "%v", err)
 		}
 	}
 }

@@ -90,6 +90,35 @@ func TestNodeNameIsOptional(t *testing.T) {
 	}
 }
 
+// TestProgressConfigMap: join.progressConfigMap is optional; when set it is
+// a DNS-1123 subdomain short enough for its token group.
+func TestProgressConfigMap(t *testing.T) {
+	for name, valid := range map[string]bool{
+		"":                          true, // the node reports nowhere but its disk
+		"win1-md-0-7f9c4-x2b8q":     true,
+		"win1.md.0":                 true,
+		strings.Repeat("a", 248):    true,
+		strings.Repeat("a", 249):    false,
+		"Win1-md-0":                 false,
+		"win1_md":                   false,
+		"-win1":                     false,
+		"win1.":                     false,
+		"win1..md":                  false,
+		"system:bootstrappers:x":    false,
+		"win1-md-0-7f9c4-x2b8q/etc": false,
+	} {
+		c := validConfig(t)
+		c.Join.ProgressConfigMap = name
+		err := c.Validate()
+		if (err == nil) != valid {
+			t.Errorf("progressConfigMap %q: %v, want valid %v", name, err, valid)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "join.progressConfigMap") || !strings.Contains(err.Error(), "DNS-1123 subdomain") || !strings.Contains(err.Error(), "248")) {
+			t.Errorf("progressConfigMap %q: %v: the error must name the field and the rule", name, err)
+		}
+	}
+}
+
 func TestTokenNeverInErrors(t *testing.T) {
 	c := validConfig(t)
 	c.Join.Token = "abcdef.0123456789ABCDEF" // upper case: invalid
