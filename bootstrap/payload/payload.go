@@ -109,6 +109,11 @@ type Input struct {
 	ControlPlanePort int32
 	Token            string
 	CACertHashes     []string
+	// ProgressConfigMap names the ConfigMap in the workload cluster's
+	// capwin-node-bootstrap namespace the node reports its join progress
+	// to (join.progressConfigMap). The reconciler sets it to the Machine's
+	// name; empty, the node reports only on its own disk.
+	ProgressConfigMap string
 
 	PodCIDRs     []string
 	ServiceCIDRs []string
@@ -186,6 +191,7 @@ func NodeConfig(in Input) (*nodeconfig.Config, error) {
 			Token:                 in.Token,
 			CACertHashes:          in.CACertHashes,
 			IgnorePreflightErrors: s.NodeRegistration.IgnorePreflightErrors,
+			ProgressConfigMap:     in.ProgressConfigMap,
 		},
 		Labels:           map[string]string{},
 		CSIProxy:         deref(s.CSIProxy.Enabled),

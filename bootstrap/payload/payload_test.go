@@ -24,9 +24,11 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // input is a node of cluster win1 with the given spec, as the reconciler
-// renders it: without a node name or a Windows build.
+// renders it: without a node name or a Windows build, reporting its
+// progress to the ConfigMap of its Machine's name.
 func input(spec bootstrapv1.WindowsKubeadmConfigSpec) Input {
 	return Input{
+		ProgressConfigMap: "win1-md-0-7f9c4-x2b8q",
 		Spec:              &spec,
 		KubernetesVersion: "v1.36.3",
 		ControlPlaneHost:  "10.0.0.100",
