@@ -50,17 +50,21 @@ func TestScaleWindowsZeroToFiveToZero(t *testing.T) {
 	scale(t, o, 5)
 	ms := waitRunning(t, o, 5)
 	g.Expect(vms(t, o.Name+"-windows-")).To(HaveLen(5))
-	runs := map[string][]int{}
-	for vm, codes := range s.Guests.BootstrapRuns() {
-		if strings.HasPrefix(vm, o.Name+"-windows-") {
-			runs[vm] = codes
+	// A Machine is Running once its Node is, which the kubelet registers
+	// while the agent's join still runs its last phases.
+	g.Eventually(func(g Gomega) {
+		runs := map[string][]int{}
+		for vm, codes := range s.Guests.BootstrapRuns() {
+			if strings.HasPrefix(vm, o.Name+"-windows-") {
+				runs[vm] = codes
+			}
 		}
-	}
-	g.Expect(runs).To(HaveLen(5))
-	g.Expect(slices.Collect(maps.Values(runs))).To(ConsistOf(
-		[]int{payload.StubExitRebootAndRunAgain, payload.StubExitRebootAndRunAgain, payload.StubExitJoined},
-		[]int{payload.StubExitJoined}, []int{payload.StubExitJoined}, []int{payload.StubExitJoined}, []int{payload.StubExitJoined}),
-		"the stub's exit codes by VM")
+		g.Expect(runs).To(HaveLen(5))
+		g.Expect(slices.Collect(maps.Values(runs))).To(ConsistOf(
+			[]int{payload.StubExitRebootAndRunAgain, payload.StubExitRebootAndRunAgain, payload.StubExitJoined},
+			[]int{payload.StubExitJoined}, []int{payload.StubExitJoined}, []int{payload.StubExitJoined}, []int{payload.StubExitJoined}),
+			"the stub's exit codes by VM")
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	var nodes []string
 	for _, m := range ms {
 		nodes = append(nodes, m.Status.NodeRef.Name)

@@ -9,10 +9,8 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	"github.com/capwin/capwin/bootstrap/payload"
-	"github.com/capwin/capwin/node-components/exitcode"
+	"github.com/capwin/capwin/node-components/agent"
 )
 
 // cloudbaseInitResult is what cloudbase-init's user data plugin does after
@@ -70,75 +68,67 @@ func (g *Guests) BootstrapRuns() map[string][]int {
 	return out
 }
 
-// errTokenExpired is checkToken's failure for an expired token.
-var errTokenExpired = errors.New("expired")
+// StubCrashed stands in BootstrapRuns for a run the machine did not
+// survive (CrashMidJoin): the stub exited with no code.
+const StubCrashed = -1
 
-// errUnreachable is the join's failure when SetAPIServerUnreachable says
-// the API server does not answer.
-var errUnreachable = errors.New("discovery: the API server did not answer (Unreachable)")
-
-// runBootstrap is one run of the bootstrap stub by cloudbase-init, once the
-// guest has booted: capwin-node join, which the checks of join stand for;
-// the stub's exit code for the join's (payload.StubExitCode, which the
-// stub's tests hold to the PowerShell); and what cloudbase-init does with
-// that code. It returns whether the node joined. If not, cloudbase-init
-// has rebooted the guest, which runs the stub again after another boot
-// delay, or the guest is rejected.
-func (g *Guests) runBootstrap(ctx context.Context, gs *guest, now time.Time) bool {
+// unreachableNow is whether the node's run-th run of the stub finds the API
+// server not answering (SetAPIServerUnreachable).
+func (g *Guests) unreachableNow(nodeName string, run int) bool {
 	g.bootstrap.mu.Lock()
-	runs := g.bootstrap.runs[gs.vmName]
-	g.bootstrap.mu.Unlock()
-	if len(runs) > 0 && runs[len(runs)-1] == payload.StubExitJoined {
-		return true // joined; registering the Node is what failed and is tried again
-	}
-	joinErr := g.join(ctx, gs)
-	joinExit := exitcode.OK
-	switch {
-	case errors.Is(joinErr, errUnreachable), errors.Is(joinErr, errTokenExpired), apierrors.IsNotFound(joinErr):
-		// The API server not answering; a token that is missing or
-		// expired, which the bootstrap signer does not sign (discovery's
-		// NoSignature). Discovery gives up on them after 5 minutes, which
-		// the simulation does not wait.
-		joinExit = exitcode.Retry
-	case joinErr != nil:
-		joinExit = exitcode.Failed
+	defer g.bootstrap.mu.Unlock()
+	return g.bootstrap.unreachable != nil && run <= g.bootstrap.unreachable(nodeName)
+}
+
+// afterRun is what follows one run of the bootstrap stub: the stub's exit
+// code for the join's (payload.StubExitCode, which the stub's tests hold to
+// the PowerShell) and what cloudbase-init does with that code. A joined
+// node is registered; otherwise cloudbase-init reboots the machine, which
+// runs the stub again after another boot delay with the user data it reads
+// then, or the guest is rejected.
+func (g *Guests) afterRun(ctx context.Context, gs *guest, joinErr error, now time.Time) {
+	code := StubCrashed
+	if !errors.Is(joinErr, errCrashed) {
+		code = payload.StubExitCode(agent.ExitCode(joinErr), gs.runs)
 	}
 	b := &g.bootstrap
 	b.mu.Lock()
 	if b.runs == nil {
 		b.runs = map[string][]int{}
 	}
-	attempt := len(b.runs[gs.vmName]) + 1
-	code := payload.StubExitCode(joinExit, attempt)
 	b.runs[gs.vmName] = append(b.runs[gs.vmName], code)
 	b.mu.Unlock()
-	if joinErr == nil {
-		return true
+	if code == payload.StubExitJoined {
+		gs.state = registered
+		g.mu.Lock()
+		g.joined = append(g.joined, gs.nodeName)
+		g.mu.Unlock()
+		g.log.Info("Node joined", "node", gs.nodeName, "vm", gs.vmName, "runs", gs.runs)
+		return
 	}
 	runAgain, reboot := cloudbaseInitResult(code)
 	switch {
+	case code == StubCrashed:
+		g.log.Info("Guest went down during its join; cloudbase-init runs the bootstrap again at the next boot", "vm", gs.vmName, "attempt", gs.runs)
+		g.reboot(ctx, gs, now)
 	case runAgain && reboot:
-		g.mu.Lock()
-		gs.readyAt = now.Add(g.bootDelay)
-		g.mu.Unlock()
-		g.log.Info("Guest's join failed; cloudbase-init reboots it to run the bootstrap again", "vm", gs.vmName, "attempt", attempt, "exitCode", code, "reason", joinErr.Error())
+		g.log.Info("Guest's join failed; cloudbase-init reboots it to run the bootstrap again", "vm", gs.vmName, "attempt", gs.runs, "exitCode", code, "reason", joinErr.Error())
+		g.reboot(ctx, gs, now)
 	case runAgain:
-		g.reject(gs, fmt.Errorf("the bootstrap failed %d times, the last with %w; cloudbase-init runs it again only at the next boot, which nothing in the simulation causes", attempt, joinErr))
+		g.reject(gs, fmt.Errorf("the bootstrap failed %d times, the last with %w; cloudbase-init runs it again only at the next boot, which nothing in the simulation causes", gs.runs, joinErr))
 	default:
 		g.reject(gs, joinErr)
 	}
-	return false
 }
 
-// join is what capwin-node join checks of the workload cluster once the
-// guest has booted.
-func (g *Guests) join(ctx context.Context, gs *guest) error {
-	g.bootstrap.mu.Lock()
-	unreachable := g.bootstrap.unreachable
-	runs := len(g.bootstrap.runs[gs.vmName])
-	g.bootstrap.mu.Unlock()
-	if unreachable != nil && runs < unreachable(gs.kubelet.node.Name) {
-		return errUnreachable
+// reboot restarts a Windows guest's machine: its automatic services start
+// again, and after the boot delay cloudbase-init runs the stub again.
+func (g *Guests) reboot(ctx context.Context, gs *guest, now time.Time) {
+	if err := gs.win.host.Reboot(ctx); err != nil {
+		g.log.Info("Services failed to start at boot", "vm", gs.vmName, "err", err.Error())
 	}
-	return g.checkToken(ctx, gs.token)
+	g.mu.Lock()
+	gs.readyAt = now.Add(g.bootDelay)
+	g.mu.Unlock()
+	gs.state = booting
 }

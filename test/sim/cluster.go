@@ -32,6 +32,11 @@ import (
 // envtest API servers.
 const KubernetesVersion = "v1.36.3"
 
+// ControlPlaneEndpointIP is the clusters' control-plane VIP. The simulated
+// network routes it to the workload API server, whose serving certificate
+// names it, as kube-vip's VIP reaches a control-plane node's API server.
+const ControlPlaneEndpointIP = "10.0.0.10"
+
 // ClusterOptions describe a cluster to create from a flavor.
 type ClusterOptions struct {
 	Namespace string
@@ -60,7 +65,7 @@ func (s *Sim) Variables(o ClusterOptions) map[string]string {
 		"CONTROL_PLANE_MACHINE_COUNT":  "1",
 		"WORKER_MACHINE_COUNT":         "0",
 		"WINDOWS_WORKER_MACHINE_COUNT": strconv.Itoa(o.WindowsReplicas),
-		"CONTROL_PLANE_ENDPOINT_IP":    "10.0.0.10",
+		"CONTROL_PLANE_ENDPOINT_IP":    ControlPlaneEndpointIP,
 		"VSPHERE_SERVER":               host,
 		"VSPHERE_PORT":                 port,
 		"VSPHERE_DATACENTER":           "DC0",

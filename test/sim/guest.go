@@ -2,14 +2,12 @@ package sim
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
-	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,17 +15,15 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/capwin/capwin/bootstrap/payload"
-	"github.com/capwin/capwin/node-components/host"
-	"github.com/capwin/capwin/node-components/layout"
-	"github.com/capwin/capwin/node-components/nodeconfig"
-	"github.com/capwin/capwin/node-components/render"
+	nodesim "github.com/capwin/capwin/node-components/host/sim"
 	"github.com/capwin/capwin/platform/vsphere/vspheresim"
+	"github.com/capwin/capwin/test/kubeadm"
 
 	"github.com/capwin/capwin/internal/userdata"
 )
@@ -45,55 +41,84 @@ const (
 )
 
 // Guests plays the operating system of every VM capwin creates. When a VM
-// is powered on it reads guestinfo.userdata and guestinfo.metadata as
-// cloudbase-init or cloud-init would, brings its network up and reports its
-// host name and address to vCenter as VMware Tools does. A Windows guest
-// checks its user data as the node would: the script is capwin's stub, the
-// node configuration passes node-components validation, the bootstrap token
-// exists in the workload cluster and is unexpired, and the CA hash is the
-// workload API server's CA. As capwin-node does, it names the node after
-// the configuration's nodeName or, without one, after the VM's host name in
-// lower case, which must be a valid node name. A Linux guest reads the
-// kubeadm configuration its cloud-config writes. After the boot delay its
-// kubelet registers the Node with what the real kubelet would write given
-// its flags (see kubelet) and marks it Ready.
-// A guest whose check fails registers nothing, as a node whose join failed,
-// and says why in Rejected.
+// is powered on it reads guestinfo.metadata as cloudbase-init or
+// cloud-init would, brings its network up and reports its host name and
+// address to vCenter as VMware Tools does.
+//
+// A Windows guest is a machine of node-components' in-memory Windows host
+// with the bundle installed. After the boot delay cloudbase-init runs the
+// bootstrap stub from the guestinfo.userdata it reads at that boot: the
+// stub's decoding (payload.ParseScript), then capwin-node's real join, in
+// process, against the workload API server, whose kubelet service is a
+// simulated kubelet (TLS bootstrap with the bootstrap token, its Node
+// registered and kept with its own credentials). cloudbase-init's rules
+// decide what follows a failed join (cloudbaseinit.go).
+//
+// A Linux guest reads the kubeadm configuration its cloud-config writes;
+// after the boot delay its kubelet registers the Node with the credentials
+// kubeadm writes for it (see kubelet and linuxKubeletClient).
+//
+// A guest whose data a real one would refuse, or whose join fails for
+// good, says why in Rejected.
 type Guests struct {
 	vc        *vspheresim.VCenter
 	vms       *vspheresim.Watcher
 	workload  client.Client
-	caHash    string
 	bootDelay time.Duration
 	log       logr.Logger
+	// apiServer is the workload API server's host:port, where the
+	// simulated network routes every control-plane endpoint.
+	apiServer string
+	// addUser issues a client certificate of the workload cluster's CA.
+	addUser func(name string, groups ...string) (*rest.Config, error)
+	// dir holds the Windows guests' disks and bundleDir the bundle their
+	// image was made with.
+	dir, bundleDir string
 
 	mu       sync.Mutex
 	guests   map[string]*guest // by VM managed object ID
 	failure  func(nodeName string) Failure
+	fault    func(nodeName string) Fault
 	rejected map[string]string // VM name: why
 	joined   []string
 	leases   int // DHCP addresses handed out
+	subnets  int // pod subnets handed out
 
 	bootstrap bootstraps // the Windows guests' runs of the bootstrap stub (cloudbaseinit.go)
 }
 
 type guest struct {
-	vmName    string
-	token     string // the bootstrap token a Windows node joins with
+	vmID, vmName string
+	// nodeName is the name the node takes: its host name in lower case.
+	nodeName  string
+	ip        string
 	poweredOn time.Time
-	kubelet   *kubelet
-	node      *corev1.Node // as registered
+	kubelet   *kubelet // a Linux guest's
 	failure   Failure
+	fault     Fault
 	state     guestState
 	readyAt   time.Time
+	// kubeletVersion is the version of the kubelet the image carries.
+	kubeletVersion string
+	// ctx ends when the VM is destroyed, and the guest's processes with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	win    *windowsGuest
+	// runs counts the stub's runs (its attempts); done carries the running
+	// one's outcome.
+	runs int
+	done chan error
+	// extra is the VM's extraConfig as last seen: cloudbase-init reads
+	// guestinfo again at every boot.
+	extra map[string]string
 }
 
 type guestState int
 
 const (
 	booting guestState = iota
+	joining
 	registered
-	degraded
 	ignored
 	rejected
 )
@@ -101,19 +126,25 @@ const (
 // pollInterval is how often the guests look at vCenter.
 const pollInterval = 100 * time.Millisecond
 
-func newGuests(ctx context.Context, vc *vspheresim.VCenter, workload client.Client, caPEM []byte, bootDelay time.Duration, log logr.Logger) (*Guests, error) {
-	hash, err := spkiHash(caPEM)
-	if err != nil {
-		return nil, fmt.Errorf("the workload cluster's CA: %w", err)
-	}
+func newGuests(ctx context.Context, vc *vspheresim.VCenter, workload *kubeadm.Cluster, bootDelay time.Duration, log logr.Logger) (*Guests, error) {
 	w, err := vc.Watch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("the guests watching vCenter's VMs: %w", err)
 	}
+	dir, err := os.MkdirTemp("", "capwin-sim-guests-")
+	if err != nil {
+		return nil, err
+	}
+	bundleDir := filepath.Join(dir, "bundle")
+	if err := nodesim.WriteStandInBundle(bundleDir, KubernetesVersion); err != nil {
+		return nil, fmt.Errorf("the Windows image's bundle: %w", err)
+	}
 	return &Guests{
-		vc: vc, vms: w, workload: workload, caHash: hash, bootDelay: bootDelay, log: log,
+		vc: vc, vms: w, workload: workload.Env.Client, bootDelay: bootDelay, log: log,
+		apiServer: workload.Endpoint, addUser: workload.Env.AddUser, dir: dir, bundleDir: bundleDir,
 		guests: map[string]*guest{}, rejected: map[string]string{},
 		failure: func(string) Failure { return Healthy },
+		fault:   func(string) Fault { return NoFault },
 	}, nil
 }
 
@@ -135,8 +166,8 @@ func (g *Guests) SetBootDelay(d time.Duration) {
 	g.bootDelay = d
 }
 
-// Rejected returns the VMs whose user data a node would have refused, with
-// the reason.
+// Rejected returns the VMs whose user data a node would have refused, or
+// whose join failed for good, with the reason.
 func (g *Guests) Rejected() map[string]string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -147,7 +178,8 @@ func (g *Guests) Rejected() map[string]string {
 	return out
 }
 
-// Joined returns the names of the Nodes the guests registered, in order.
+// Joined returns the names of the nodes whose join succeeded (Windows) or
+// whose kubelet registered (Linux), in order.
 func (g *Guests) Joined() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -164,6 +196,12 @@ func (g *Guests) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			g.vms.Close(context.Background())
+			g.mu.Lock()
+			for _, gs := range g.guests {
+				gs.cancel()
+			}
+			g.mu.Unlock()
+			_ = os.RemoveAll(g.dir)
 			return
 		case <-t.C:
 		}
@@ -190,11 +228,12 @@ func (g *Guests) step(ctx context.Context) error {
 			if !vm.PoweredOn {
 				continue
 			}
-			gs = g.boot(vm, now)
+			gs = g.boot(ctx, vm, now)
 			g.mu.Lock()
 			g.guests[id] = gs
 			g.mu.Unlock()
 		}
+		gs.extra = vm.ExtraConfig
 		if err := g.advance(ctx, gs, now); err != nil {
 			errs = append(errs, err) // the next step tries again
 		}
@@ -209,19 +248,26 @@ func (g *Guests) step(ctx context.Context) error {
 	}
 	g.mu.Unlock()
 	for _, gs := range gone {
-		if gs.state == registered || gs.state == degraded {
-			// Its kubelet is gone: the Node, if Cluster API has not
-			// deleted it yet, stops being Ready.
-			errs = append(errs, g.setReady(ctx, gs.node.Name, false))
+		gs.cancel()
+		if gs.win != nil {
+			_ = os.RemoveAll(gs.win.host.Root())
+		}
+		if gs.state == registered {
+			// Its kubelet is gone: the node lifecycle controller of
+			// kube-controller-manager marks the Node, if Cluster API has
+			// not deleted it yet, not Ready.
+			errs = append(errs, g.kubeletStopped(ctx, gs.nodeName))
 		}
 	}
 	return errors.Join(errs...)
 }
 
 // boot is a guest's first look at its VM: it reads its metadata, brings
-// its network up (VMware Tools reports it), and checks its user data.
-func (g *Guests) boot(vm *vspheresim.VM, now time.Time) *guest {
-	gs := &guest{vmName: vm.Name, poweredOn: now}
+// its network up (VMware Tools reports it) and, for Linux, reads its user
+// data; a Windows guest's machine comes up with its bundle installed.
+func (g *Guests) boot(ctx context.Context, vm *vspheresim.VM, now time.Time) *guest {
+	gs := &guest{vmID: vm.ID, vmName: vm.Name, poweredOn: now, kubeletVersion: KubernetesVersion}
+	gs.ctx, gs.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	extra := vm.ExtraConfig
 	if extra["guestinfo.userdata"] == "" {
 		gs.state = ignored // not a machine of capwin's: the inventory's own VMs
@@ -232,26 +278,47 @@ func (g *Guests) boot(vm *vspheresim.VM, now time.Time) *guest {
 		g.reject(gs, err)
 		return gs
 	}
-	ip, err := g.address(vm, meta)
-	if err != nil {
+	if gs.ip, err = g.address(vm, meta); err != nil {
 		g.reject(gs, err)
 		return gs
 	}
-	if err := g.reportTools(vm, meta.LocalHostname, ip); err != nil {
+	if err := g.reportTools(vm, meta.LocalHostname, gs.ip); err != nil {
 		g.reject(gs, fmt.Errorf("VMware Tools: %w", err))
 		return gs
 	}
-	k, token, err := g.check(vm, extra, meta, ip)
-	if err != nil {
-		g.reject(gs, err)
+	if vm.BIOSUUID == "" {
+		g.reject(gs, errors.New("the VM has no BIOS UUID"))
 		return gs
 	}
-	gs.kubelet, gs.token = k, token
+	gs.nodeName = strings.ToLower(meta.LocalHostname)
+	if isWindows(vm) {
+		if err := g.bootWindows(gs, vm.GuestID, meta.LocalHostname, gs.ip); err != nil {
+			g.reject(gs, err)
+			return gs
+		}
+	} else {
+		userData, err := decodeGuestinfo(extra, "guestinfo.userdata")
+		if err == nil {
+			gs.kubelet, err = linuxKubelet(linuxNode(meta.LocalHostname), userData, meta.LocalHostname, gs.ip)
+		}
+		if err != nil {
+			g.reject(gs, err)
+			return gs
+		}
+		gs.nodeName = gs.kubelet.node.Name
+	}
 	g.mu.Lock()
-	gs.failure = g.failure(k.node.Name)
+	gs.failure = g.failure(gs.nodeName)
+	gs.fault = g.fault(gs.nodeName)
 	gs.readyAt = now.Add(g.bootDelay)
 	g.mu.Unlock()
 	return gs
+}
+
+func linuxNode(hostname string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hostname, Labels: map[string]string{
+		corev1.LabelHostname: hostname, corev1.LabelArchStable: "amd64",
+	}}}
 }
 
 func (g *Guests) reject(gs *guest, err error) {
@@ -259,41 +326,81 @@ func (g *Guests) reject(gs *guest, err error) {
 	g.mu.Lock()
 	g.rejected[gs.vmName] = err.Error()
 	g.mu.Unlock()
-	g.log.Info("Guest refused its user data", "vm", gs.vmName, "reason", err.Error())
+	g.log.Info("Guest refused its user data or failed to join", "vm", gs.vmName, "reason", err.Error())
 }
 
-// advance registers the Node once booted and plays the failure modes.
+// advance runs the bootstrap once booted (Windows) or starts the kubelet
+// (Linux), and acts on a finished run.
 func (g *Guests) advance(ctx context.Context, gs *guest, now time.Time) error {
 	switch gs.state {
 	case booting:
 		if now.Before(gs.readyAt) {
 			return nil
 		}
-		// capwin-node join uses the token now, after the boot, not at
-		// power-on; cloudbase-init's rules decide what follows a failure.
-		if gs.token != "" && !g.runBootstrap(ctx, gs, now) {
+		if gs.win == nil {
+			return g.startLinuxKubelet(gs)
+		}
+		// cloudbase-init reads the user data now, at this boot.
+		userData, err := decodeGuestinfo(gs.extra, "guestinfo.userdata")
+		if err != nil {
+			g.reject(gs, err)
 			return nil
 		}
-		ready := gs.failure != NeverReady
-		gs.node = gs.kubelet.register()
-		if err := g.register(ctx, gs.node, ready); err != nil {
-			return err
-		}
-		gs.state = registered
-		g.mu.Lock()
-		g.joined = append(g.joined, gs.node.Name)
-		g.mu.Unlock()
-		g.log.Info("Node registered", "node", gs.node.Name, "vm", gs.vmName, "ready", ready)
-	case registered:
-		if gs.failure == ReadyThenNotReady && now.After(gs.readyAt.Add(time.Second)) {
-			if err := g.setReady(ctx, gs.node.Name, false); err != nil {
-				return err
-			}
-			gs.state = degraded
-			g.log.Info("Node went NotReady", "node", gs.node.Name)
+		gs.runs++
+		gs.done = make(chan error, 1)
+		gs.state = joining
+		go func(run int) { gs.done <- g.stubRun(gs.ctx, gs, userData, run) }(gs.runs)
+	case joining:
+		select {
+		case err := <-gs.done:
+			g.afterRun(ctx, gs, err, now)
+		default:
 		}
 	}
 	return nil
+}
+
+// startLinuxKubelet starts a Linux node's kubelet with the credentials
+// kubeadm wrote for it; kubeadm init then marks a control-plane node.
+func (g *Guests) startLinuxKubelet(gs *guest) error {
+	cs, err := g.linuxKubeletClient(gs.nodeName)
+	if err != nil {
+		return err
+	}
+	gs.state = registered
+	log := g.log.WithValues("vm", gs.vmName, "node", gs.nodeName)
+	go gs.kubelet.run(gs.ctx, cs, gs.failure, func(n *corev1.Node) {
+		if gs.kubelet.controlPlane {
+			if err := g.markControlPlane(gs.ctx, gs.kubelet, n.Name); err != nil {
+				log.Error(err, "kubeadm could not mark the control-plane node")
+				return
+			}
+		}
+		g.mu.Lock()
+		g.joined = append(g.joined, n.Name)
+		g.mu.Unlock()
+		log.Info("Node registered by its kubelet", "ready", gs.failure != NeverReady)
+	}, log)
+	return nil
+}
+
+// markControlPlane is kubeadm init's mark-control-plane phase, with
+// kubeadm's admin credentials: the control-plane label, and the taint
+// unless nodeRegistration.taints is set. (NodeRestriction forbids the
+// kubelet the label.)
+func (g *Guests) markControlPlane(ctx context.Context, k *kubelet, name string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := g.workload.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			return err
+		}
+		n.Labels["node-role.kubernetes.io/control-plane"] = ""
+		n.Labels["node.kubernetes.io/exclude-from-external-load-balancers"] = ""
+		if !hasTaints(k.node) {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule})
+		}
+		return g.workload.Update(ctx, n)
+	})
 }
 
 // guestBuilds is the Windows build of each Windows guest OS the simulation's
@@ -431,89 +538,6 @@ func isWindows(vm *vspheresim.VM) bool {
 	return strings.HasPrefix(strings.ToLower(vm.GuestID), "windows")
 }
 
-// check reads the VM's guestinfo as the node would and returns the kubelet
-// it would run and, for Windows, the bootstrap token it would join with.
-// Whether the guest is Windows is the VM's (its guest ID, from its
-// template), not its user data's.
-func (g *Guests) check(vm *vspheresim.VM, extra map[string]string, meta *metadata, ip string) (*kubelet, string, error) {
-	userData, err := decodeGuestinfo(extra, "guestinfo.userdata")
-	if err != nil {
-		return nil, "", err
-	}
-	if vm.BIOSUUID == "" {
-		return nil, "", errors.New("the VM has no BIOS UUID")
-	}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: meta.LocalHostname, Labels: map[string]string{
-			corev1.LabelHostname:   meta.LocalHostname,
-			corev1.LabelArchStable: "amd64",
-		}},
-	}
-	if !isWindows(vm) {
-		return linuxKubelet(node, userData, meta.LocalHostname, ip)
-	}
-	data, err := payload.ParseScript(userData)
-	if err != nil {
-		return nil, "", err
-	}
-	cfg, err := nodeconfig.Parse(data)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, "", fmt.Errorf("node configuration: %w", err)
-	}
-	name := cfg.NodeName
-	if name == "" {
-		name = strings.ToLower(meta.LocalHostname)
-		if err := nodeconfig.CheckNodeName(name); err != nil {
-			return nil, "", fmt.Errorf("the node takes its computer name %q, which is not a valid node name: %w", meta.LocalHostname, err)
-		}
-	}
-	node.Name, node.Labels[corev1.LabelHostname] = name, name
-	build, ok := guestBuilds[vm.GuestID]
-	if !ok {
-		return nil, "", fmt.Errorf("guest OS %s: the simulation knows no Windows build for it", vm.GuestID)
-	}
-	if cfg.WindowsBuild != "" && !strings.HasPrefix(cfg.WindowsBuild+".", build+".") {
-		return nil, "", fmt.Errorf("the host runs Windows build %s but the configuration's windowsBuild is %s", build, cfg.WindowsBuild)
-	}
-	if !slices.Contains(cfg.Join.CACertHashes, g.caHash) {
-		return nil, "", fmt.Errorf("no CA hash of %v is the workload cluster's CA (%s)", cfg.Join.CACertHashes, g.caHash)
-	}
-	node.Labels[corev1.LabelOSStable] = "windows"
-	node.Labels[corev1.LabelWindowsBuild] = build
-	for k, v := range cfg.Labels {
-		if !kubeletMaySet(k) {
-			return nil, "", fmt.Errorf("the kubelet refuses to set label %s on its Node (kubernetes.io and k8s.io labels are reserved)", k)
-		}
-		node.Labels[k] = v
-	}
-	for _, t := range cfg.Taints {
-		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
-	}
-	node.Status.NodeInfo = corev1.NodeSystemInfo{
-		OperatingSystem: "windows", Architecture: "amd64",
-		KubeletVersion: cfg.KubernetesVersion, KernelVersion: build,
-	}
-	// The kubelet runs with the flags the agent gives its service.
-	cfg.NodeName = name
-	k := &kubelet{node: node, hostIP: ip}
-	for _, svc := range render.Services(cfg, host.Interface{Name: "Ethernet0", IPv4: ip}) {
-		if svc.Name == layout.ServiceKubelet {
-			_, argv, _ := cutArgs(svc.Command)
-			k.flags = kubeletFlags(argv)
-		}
-	}
-	if k.flags == nil {
-		return nil, "", errors.New("the agent renders no kubelet service")
-	}
-	if err := k.check(); err != nil {
-		return nil, "", err
-	}
-	return k, cfg.Join.Token, nil
-}
-
 // cutArgs splits a service host's command line at "--": the program's own
 // command line follows.
 func cutArgs(command []string) (host, program []string, ok bool) {
@@ -524,84 +548,23 @@ func cutArgs(command []string) (host, program []string, ok bool) {
 	return command[:i], command[i+1:], true
 }
 
-// checkToken does what kubeadm join's TLS bootstrap relies on: the token's
-// Secret exists, matches, may authenticate and has not expired.
-func (g *Guests) checkToken(ctx context.Context, token string) error {
-	id, secret, ok := strings.Cut(token, ".")
-	if !ok {
-		return errors.New("the bootstrap token is not id.secret")
-	}
-	s := &corev1.Secret{}
-	if err := g.workload.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}, s); err != nil {
-		return fmt.Errorf("bootstrap token %s: %w", id, err)
-	}
-	if string(s.Data["token-secret"]) != secret {
-		return fmt.Errorf("bootstrap token %s: the secret does not match", id)
-	}
-	if string(s.Data["usage-bootstrap-authentication"]) != "true" {
-		return fmt.Errorf("bootstrap token %s may not authenticate", id)
-	}
-	if exp := string(s.Data["expiration"]); exp != "" {
-		t, err := time.Parse(time.RFC3339, exp)
-		if err != nil {
-			return fmt.Errorf("bootstrap token %s: expiration %q: %w", id, exp, err)
+// kubeletStopped is kube-controller-manager's node lifecycle controller
+// for a Node whose kubelet stopped posting its status: Ready turns
+// Unknown. (The real one waits out --node-monitor-grace-period, 50 s; the
+// simulation does it at once.)
+func (g *Guests) kubeletStopped(ctx context.Context, name string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := g.workload.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			return client.IgnoreNotFound(err)
 		}
-		if time.Now().After(t) {
-			return fmt.Errorf("bootstrap token %s %w at %s", id, errTokenExpired, exp)
+		now := metav1.Now()
+		for i := range n.Status.Conditions {
+			c := &n.Status.Conditions[i]
+			c.Status, c.Reason, c.Message, c.LastTransitionTime = corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status.", now
 		}
-	}
-	return nil
-}
-
-func (g *Guests) register(ctx context.Context, node *corev1.Node, ready bool) error {
-	n := node.DeepCopy()
-	if err := g.workload.Create(ctx, n); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("registering Node %s: %w", node.Name, err)
-	}
-	return g.updateStatus(ctx, node.Name, &node.Status, ready)
-}
-
-func (g *Guests) setReady(ctx context.Context, name string, ready bool) error {
-	return g.updateStatus(ctx, name, nil, ready)
-}
-
-// updateStatus writes the Node's Ready condition and, when given, the
-// kubelet's first status: its system information and, unless a cloud
-// controller manager has set them already, its addresses.
-func (g *Guests) updateStatus(ctx context.Context, name string, first *corev1.NodeStatus, ready bool) error {
-	n := &corev1.Node{}
-	if err := g.workload.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if first != nil {
-		n.Status.NodeInfo = first.NodeInfo
-		if len(n.Status.Addresses) == 0 {
-			n.Status.Addresses = first.Addresses
-		}
-	}
-	now := metav1.Now()
-	cond := corev1.NodeCondition{
-		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status",
-		LastHeartbeatTime: now, LastTransitionTime: now,
-	}
-	if !ready {
-		cond.Status, cond.Reason, cond.Message = corev1.ConditionFalse, "KubeletNotReady", "container runtime network not ready"
-	}
-	// The kubelet's other conditions, as a healthy Windows kubelet reports
-	// them; Cluster API's NodeHealthy looks at them all.
-	conds := []corev1.NodeCondition{cond}
-	for _, c := range []struct {
-		t      corev1.NodeConditionType
-		reason string
-	}{
-		{corev1.NodeMemoryPressure, "KubeletHasSufficientMemory"},
-		{corev1.NodeDiskPressure, "KubeletHasNoDiskPressure"},
-		{corev1.NodePIDPressure, "KubeletHasSufficientPID"},
-	} {
-		conds = append(conds, corev1.NodeCondition{Type: c.t, Status: corev1.ConditionFalse, Reason: c.reason, LastHeartbeatTime: now, LastTransitionTime: now})
-	}
-	n.Status.Conditions = conds
-	return client.IgnoreNotFound(g.workload.Status().Update(ctx, n))
+		return client.IgnoreNotFound(g.workload.Status().Update(ctx, n))
+	})
 }
 
 // decodeGuestinfo returns a guestinfo key's value, decoded as its .encoding
@@ -622,20 +585,6 @@ func decodeGuestinfo(extra map[string]string, key string) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("%s.encoding %q is not one cloud-init or cloudbase-init reads", key, enc)
 	}
-}
-
-// spkiHash is kubeadm's discovery hash of a PEM certificate.
-func spkiHash(caPEM []byte) (string, error) {
-	block, _ := pem.Decode(caPEM)
-	if block == nil {
-		return "", errors.New("no PEM certificate")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 // kubeletMaySet is whether a kubelet may put label key on its own Node

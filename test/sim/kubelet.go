@@ -56,8 +56,8 @@ func (k *kubelet) check() error {
 	return nil
 }
 
-// register is the Node the kubelet creates, and kubeadm's marks on a
-// control-plane node.
+// register is the Node the kubelet creates (kubeadm marks a control-plane
+// node afterwards: markControlPlane).
 func (k *kubelet) register() *corev1.Node {
 	n := k.node.DeepCopy()
 	if id := k.flags["provider-id"]; id != "" {
@@ -79,15 +79,6 @@ func (k *kubelet) register() *corev1.Node {
 		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: nodeIP}, {Type: corev1.NodeHostName, Address: hostname}}
 	default:
 		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: k.hostIP}, {Type: corev1.NodeHostName, Address: hostname}}
-	}
-	if k.controlPlane {
-		// kubeadm's mark-control-plane phase, with the default taint
-		// when nodeRegistration.taints is unset.
-		n.Labels["node-role.kubernetes.io/control-plane"] = ""
-		n.Labels["node.kubernetes.io/exclude-from-external-load-balancers"] = ""
-		if !hasTaints(k.node) {
-			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule})
-		}
 	}
 	n.CreationTimestamp = metav1.Time{}
 	return n

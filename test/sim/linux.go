@@ -49,11 +49,11 @@ var jinjaHostname = regexp.MustCompile(`\{\{\s*(local_hostname|ds\.meta_data\.lo
 // kubeadm would: the kubeadm configuration it writes gives the node's
 // name, the kubelet's extra flags and its taints, and whether kubeadm
 // makes it a control-plane node. kubeadm passes no --node-ip of its own.
-func linuxKubelet(node *corev1.Node, userData []byte, hostname, ip string) (*kubelet, string, error) {
+func linuxKubelet(node *corev1.Node, userData []byte, hostname, ip string) (*kubelet, error) {
 	jinja := bytes.HasPrefix(userData, []byte("## template: jinja"))
 	cc := cloudConfig{}
 	if err := yaml.Unmarshal(userData, &cc); err != nil {
-		return nil, "", fmt.Errorf("cloud-config: %w", err)
+		return nil, fmt.Errorf("cloud-config: %w", err)
 	}
 	var doc *kubeadmDoc
 	for _, f := range cc.WriteFiles {
@@ -61,7 +61,7 @@ func linuxKubelet(node *corev1.Node, userData []byte, hostname, ip string) (*kub
 			continue
 		}
 		if f.Encoding != "" {
-			return nil, "", fmt.Errorf("cloud-config: %s: the simulation reads plain files only, not %s", f.Path, f.Encoding)
+			return nil, fmt.Errorf("cloud-config: %s: the simulation reads plain files only, not %s", f.Path, f.Encoding)
 		}
 		content := f.Content
 		if jinja {
@@ -70,7 +70,7 @@ func linuxKubelet(node *corev1.Node, userData []byte, hostname, ip string) (*kub
 		for _, part := range strings.Split(content, "\n---") {
 			d := &kubeadmDoc{}
 			if err := yaml.Unmarshal([]byte(part), d); err != nil {
-				return nil, "", fmt.Errorf("cloud-config: %s: %w", f.Path, err)
+				return nil, fmt.Errorf("cloud-config: %s: %w", f.Path, err)
 			}
 			if d.Kind == "InitConfiguration" || d.Kind == "JoinConfiguration" {
 				doc = d
@@ -78,7 +78,7 @@ func linuxKubelet(node *corev1.Node, userData []byte, hostname, ip string) (*kub
 		}
 	}
 	if doc == nil {
-		return nil, "", fmt.Errorf("cloud-config writes no kubeadm InitConfiguration or JoinConfiguration (%s, %s)", kubeadmInitFile, kubeadmJoinFile)
+		return nil, fmt.Errorf("cloud-config writes no kubeadm InitConfiguration or JoinConfiguration (%s, %s)", kubeadmInitFile, kubeadmJoinFile)
 	}
 	nr := doc.NodeRegistration
 	name := nr.Name
@@ -86,7 +86,7 @@ func linuxKubelet(node *corev1.Node, userData []byte, hostname, ip string) (*kub
 		name = strings.ToLower(hostname)
 	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return nil, "", fmt.Errorf("kubeadm: node name %q: %s", name, strings.Join(errs, "; "))
+		return nil, fmt.Errorf("kubeadm: node name %q: %s", name, strings.Join(errs, "; "))
 	}
 	node.Name, node.Labels[corev1.LabelHostname] = name, name
 	node.Labels[corev1.LabelOSStable] = "linux"
@@ -94,16 +94,16 @@ func linuxKubelet(node *corev1.Node, userData []byte, hostname, ip string) (*kub
 	node.Status.NodeInfo = corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "amd64"}
 	argv, err := kubeadmArgs(nr.KubeletExtraArgs)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	k := &kubelet{
 		node: node, hostIP: ip, flags: kubeletFlags(append([]string{"--hostname-override=" + name}, argv...)),
 		controlPlane: doc.Kind == "InitConfiguration" || doc.ControlPlane != nil,
 	}
 	if err := k.check(); err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return k, "", nil
+	return k, nil
 }
 
 // kubeadmArgs reads kubeletExtraArgs, a list of name and value in

@@ -38,6 +38,7 @@ import (
 	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 	capwinsetup "github.com/capwin/capwin/setup"
 	"github.com/capwin/capwin/test/envtest"
+	"github.com/capwin/capwin/test/kubeadm"
 	"github.com/capwin/capwin/webhooks"
 )
 
@@ -67,8 +68,10 @@ type Sim struct {
 	// against it.
 	Management *envtest.Environment
 	// Workload is the workload cluster's API server; the guests register
-	// their Nodes in it.
+	// their Nodes in it. Kubeadm is the same, with what kubeadm init set up
+	// in it and the controller manager's controllers a join needs.
 	Workload *envtest.Environment
+	Kubeadm  *kubeadm.Cluster
 	// VCenter is the simulated vCenter.
 	VCenter *vspheresim.VCenter
 	// Guests plays the VMs' operating systems.
@@ -143,7 +146,10 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 		// ClusterCache, this kube-apiserver does not stop on SIGTERM within
 		// a minute; nothing of it is kept, so it is killed after a few
 		// seconds.
-		s.Workload, workloadErr = envtest.Start(ctx, envtest.Options{WithoutCRDs: true, StopTimeout: 5 * time.Second})
+		s.Kubeadm, workloadErr = kubeadm.Start(ctx, kubeadm.Options{Controllers: true, ServingIPs: []string{ControlPlaneEndpointIP}, StopTimeout: 5 * time.Second, Log: opts.Log.WithName("kube-controller-manager")})
+		if workloadErr == nil {
+			s.Workload = s.Kubeadm.Env
+		}
 	}()
 	wg.Wait()
 	if err := errors.Join(mgmtErr, workloadErr); err != nil {
@@ -162,7 +168,7 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 	if err := s.StartCapwin(ctx); err != nil {
 		return s, err
 	}
-	s.Guests, err = newGuests(ctx, s.VCenter, s.Workload.Client, s.Workload.Config.CAData, opts.BootDelay, opts.Log.WithName("guest"))
+	s.Guests, err = newGuests(ctx, s.VCenter, s.Kubeadm, opts.BootDelay, opts.Log.WithName("guest"))
 	if err != nil {
 		return s, err
 	}
@@ -327,10 +333,10 @@ func (s *Sim) stop() error {
 	if s.Management != nil {
 		errs = append(errs, s.Management.Stop())
 	}
-	if s.Workload != nil {
+	if s.Kubeadm != nil {
 		// Killed after its short StopTimeout (see Start): logged, not an
 		// error.
-		if err := s.Workload.Stop(); err != nil {
+		if err := s.Kubeadm.Stop(); err != nil {
 			s.log.Info("The workload API server was killed", "reason", err.Error())
 		}
 	}

@@ -69,6 +69,16 @@ type Options struct {
 	// dashes ("enable-bootstrap-token-auth": "true"). Each replaces
 	// envtest's value of the same flag ("authorization-mode": "Node,RBAC").
 	APIServerArgs map[string]string
+
+	// CA, when set, is the cluster's CA: it issues the API server's
+	// serving certificate (for localhost, 127.0.0.1 and ServingIPs) and
+	// the client certificates it trusts, the environment's own users'
+	// included. envtest makes two CAs of its own otherwise, and keeps their
+	// keys.
+	CA *CA
+	// ServingIPs are more addresses the serving certificate is valid for
+	// (a control-plane VIP that routes to this API server); only with CA.
+	ServingIPs []string
 }
 
 // Environment is a running kube-apiserver and etcd with the CRDs installed.
@@ -80,6 +90,9 @@ type Environment struct {
 	env *envtest.Environment
 	// webhooks is whether capwin's webhook configurations are installed.
 	webhooks bool
+	// certDir is the API server's certificate directory when it is ours
+	// (Options.CA).
+	certDir string
 }
 
 // Start starts kube-apiserver and etcd (built by hack/envtest-assets.sh) and
@@ -115,6 +128,23 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		}
 		env.WebhookInstallOptions = w
 	}
+	var certDir string
+	if opts.CA != nil {
+		// envtest keeps what it finds in its certificate directory.
+		if certDir, err = os.MkdirTemp("", "capwin-apiserver-"); err != nil {
+			return nil, err
+		}
+		if err := opts.CA.serving(certDir, opts.ServingIPs); err != nil {
+			_ = os.RemoveAll(certDir)
+			return nil, err
+		}
+		api := env.ControlPlane.GetAPIServer()
+		api.CertDir = certDir
+		api.SecureServing.CA = opts.CA.CertPEM()
+		api.SecureServing.Authn = &caAuthn{ca: opts.CA}
+	} else if len(opts.ServingIPs) > 0 {
+		return nil, errors.New("apiserver.Options.ServingIPs needs a CA")
+	}
 	apiServerArgs := env.ControlPlane.GetAPIServer().Configure()
 	for flag, value := range opts.APIServerArgs {
 		apiServerArgs.Set(flag, value)
@@ -144,7 +174,7 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 			return nil, err
 		}
 	}
-	return &Environment{Config: cfg, Client: c, Scheme: scheme, env: env, webhooks: opts.Webhooks || opts.CAPIWebhooks}, nil
+	return &Environment{Config: cfg, Client: c, Scheme: scheme, env: env, webhooks: opts.Webhooks || opts.CAPIWebhooks, certDir: certDir}, nil
 }
 
 // labelContracts labels the CRDs of Cluster API's kubeadm providers with
@@ -192,7 +222,11 @@ func (e *Environment) AddUser(name string, groups ...string) (*rest.Config, erro
 
 // Stop stops the API server and etcd and removes their data.
 func (e *Environment) Stop() error {
-	return e.env.Stop()
+	err := e.env.Stop()
+	if e.certDir != "" {
+		_ = os.RemoveAll(e.certDir)
+	}
+	return err
 }
 
 // controllerConfig lets several managers in one test binary register
