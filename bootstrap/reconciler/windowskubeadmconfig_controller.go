@@ -37,6 +37,8 @@ import (
 	"github.com/capwin/capwin/bootstrap/payload"
 	"github.com/capwin/capwin/bootstrap/validation"
 	"github.com/capwin/capwin/internal/deleted"
+	"github.com/capwin/capwin/node-components/discovery"
+	"github.com/capwin/capwin/node-components/nodeconfig"
 )
 
 // DefaultTokenTTL covers a slow Windows first boot (image specialisation,
@@ -151,7 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}()
 
 	if !config.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, config, cluster)
+		return r.reconcileDelete(ctx, config, machine, cluster)
 	}
 	return r.reconcileNormal(ctx, config, machine, cluster)
 }
@@ -208,9 +210,8 @@ func (r *Reconciler) createDataSecret(ctx context.Context, config *bootstrapv1.W
 			"Waiting for a connection to the workload cluster to create a bootstrap token")
 		return ctrl.Result{RequeueAfter: workloadRetry}, nil
 	}
-	token, err := newToken(ctx, remote, r.now().Add(r.ttl()))
+	token, err := r.newNodeToken(ctx, config, remote, cluster, in.ProgressConfigMap)
 	if err != nil {
-		setTokenCondition(config, metav1.ConditionFalse, bootstrapv1.WindowsKubeadmConfigTokenErrorReason, "Failed to create a bootstrap token in the workload cluster")
 		return ctrl.Result{}, err
 	}
 	in.Token = token
@@ -249,22 +250,7 @@ func (r *Reconciler) reconcileToken(ctx context.Context, config *bootstrapv1.Win
 		// while the controller was down): make a new one and rewrite the data
 		// for a VM that has not booted yet.
 		log.Info("Bootstrap token is missing before the node joined; creating a new one", "tokenID", id)
-		in, err := r.payloadInput(ctx, config, machine, cluster)
-		if err != nil {
-			return r.inputError(config, err)
-		}
-		if in.Token, err = newToken(ctx, remote, r.now().Add(r.ttl())); err != nil {
-			return ctrl.Result{}, err
-		}
-		p, err := payload.Render(in)
-		if err != nil {
-			return r.invalid(config, err)
-		}
-		if err := r.writeDataSecret(ctx, config, cluster, p, tokenID(in.Token)); err != nil {
-			return ctrl.Result{}, err
-		}
-		setTokenCondition(config, metav1.ConditionTrue, bootstrapv1.WindowsKubeadmConfigTokenValidReason, "")
-		return ctrl.Result{RequeueAfter: r.ttl() / 3}, nil
+		return r.replaceToken(ctx, config, machine, cluster, remote)
 	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("getting bootstrap token %s: %w", id, err)
@@ -287,7 +273,45 @@ func (r *Reconciler) reconcileToken(ctx context.Context, config *bootstrapv1.Win
 	return ctrl.Result{RequeueAfter: r.ttl() / 3}, nil
 }
 
-func (r *Reconciler) reconcileDelete(ctx context.Context, config *bootstrapv1.WindowsKubeadmConfig, cluster *clusterv1.Cluster) (ctrl.Result, error) {
+// replaceToken creates a new token for a node that has not joined and
+// rewrites the data Secret with it.
+func (r *Reconciler) replaceToken(ctx context.Context, config *bootstrapv1.WindowsKubeadmConfig, machine *clusterv1.Machine, cluster *clusterv1.Cluster, remote client.Client) (ctrl.Result, error) {
+	in, err := r.payloadInput(ctx, config, machine, cluster)
+	if err != nil {
+		return r.inputError(config, err)
+	}
+	if in.Token, err = r.newNodeToken(ctx, config, remote, cluster, in.ProgressConfigMap); err != nil {
+		return ctrl.Result{}, err
+	}
+	p, err := payload.Render(in)
+	if err != nil {
+		return r.invalid(config, err)
+	}
+	if err := r.writeDataSecret(ctx, config, cluster, p, tokenID(in.Token)); err != nil {
+		return ctrl.Result{}, err
+	}
+	setTokenCondition(config, metav1.ConditionTrue, bootstrapv1.WindowsKubeadmConfigTokenValidReason, "")
+	return ctrl.Result{RequeueAfter: r.ttl() / 3}, nil
+}
+
+// newNodeToken makes sure the node can report its progress into the
+// ConfigMap configMap (the Machine's name), then creates its bootstrap
+// token with that ConfigMap's group. A failure sets BootstrapTokenReady.
+func (r *Reconciler) newNodeToken(ctx context.Context, config *bootstrapv1.WindowsKubeadmConfig, remote client.Client, cluster *clusterv1.Cluster, configMap string) (string, error) {
+	if err := ensureProgressAccess(ctx, remote, cluster.Name, configMap); err != nil {
+		setTokenCondition(config, metav1.ConditionFalse, bootstrapv1.WindowsKubeadmConfigTokenErrorReason,
+			fmt.Sprintf("Failed to create the node's progress ConfigMap, Role and RoleBinding %s/%s in the workload cluster", discovery.ProgressNamespace, configMap))
+		return "", err
+	}
+	token, err := newToken(ctx, remote, r.now().Add(r.ttl()), discovery.ProgressGroup(configMap))
+	if err != nil {
+		setTokenCondition(config, metav1.ConditionFalse, bootstrapv1.WindowsKubeadmConfigTokenErrorReason, "Failed to create a bootstrap token in the workload cluster")
+		return "", err
+	}
+	return token, nil
+}
+
+func (r *Reconciler) reconcileDelete(ctx context.Context, config *bootstrapv1.WindowsKubeadmConfig, machine *clusterv1.Machine, cluster *clusterv1.Cluster) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	setDataSecretNotAvailable(config, bootstrapv1.WindowsKubeadmConfigDeletingReason, "The config is being deleted")
 
@@ -296,15 +320,19 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, config *bootstrapv1.Wi
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	// Revoke the token if the cluster can be reached; an unreachable or
-	// deleted cluster lets it expire on its own.
-	if id := data.Annotations[bootstrapv1.TokenIDAnnotation]; id != "" {
-		if remote, err := r.ClusterCache.GetClient(ctx, util.ObjectKey(cluster)); err == nil {
+	// Revoke the token and remove the node's progress objects if the
+	// cluster can be reached; an unreachable or deleted cluster lets the
+	// token expire on its own.
+	if remote, err := r.ClusterCache.GetClient(ctx, util.ObjectKey(cluster)); err == nil {
+		if id := data.Annotations[bootstrapv1.TokenIDAnnotation]; id != "" {
 			ts := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: bootstraputil.BootstrapTokenSecretName(id)}}
 			if err := remote.Delete(ctx, ts); err != nil && !apierrors.IsNotFound(err) {
 				return ctrl.Result{}, fmt.Errorf("deleting bootstrap token %s: %w", id, err)
 			}
 			log.V(2).Info("Deleted the bootstrap token", "tokenID", id)
+		}
+		if err := deleteProgressAccess(ctx, remote, machine.Name); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	controllerutil.RemoveFinalizer(config, bootstrapv1.ConfigFinalizer)
@@ -354,6 +382,9 @@ func (r *Reconciler) payloadInput(ctx context.Context, config *bootstrapv1.Windo
 	if machine.Spec.Version == "" {
 		return payload.Input{}, fmt.Errorf("the Machine %s has no spec.version", machine.Name)
 	}
+	if err := nodeconfig.CheckProgressConfigMap(machine.Name); err != nil {
+		return payload.Input{}, fmt.Errorf("the Machine's name names its node's progress ConfigMap and bootstrap token group: %w; give the Machine (its MachineDeployment or MachineSet) a shorter name", err)
+	}
 	in := payload.Input{
 		Spec:              spec,
 		KubernetesVersion: machine.Spec.Version,
@@ -361,6 +392,7 @@ func (r *Reconciler) payloadInput(ctx context.Context, config *bootstrapv1.Windo
 		ControlPlanePort:  ep.Port,
 		PodCIDRs:          cluster.Spec.ClusterNetwork.Pods.CIDRBlocks,
 		ServiceCIDRs:      cluster.Spec.ClusterNetwork.Services.CIDRBlocks,
+		ProgressConfigMap: machine.Name,
 	}
 	if len(in.PodCIDRs) == 0 || len(in.ServiceCIDRs) == 0 {
 		return payload.Input{}, fmt.Errorf("the Cluster %s must set spec.clusterNetwork.pods and services: Windows nodes exclude them from outbound NAT", cluster.Name)

@@ -126,8 +126,9 @@ func TestPreflightFailureReachesTheCluster(t *testing.T) {
 			if p.Phase != PhasePreflight || p.State != ProgressFailed || p.Retryable || !strings.Contains(p.Message, tt.want) {
 				t.Errorf("reported %+v, want a permanent preflight failure naming %s", p, tt.want)
 			}
-			if p.Message != err.(*PhaseError).Err.Error() {
-				t.Errorf("reported %q, the join failed with %q", p.Message, err.(*PhaseError).Err.Error())
+			var pe *PhaseError
+			if !errors.As(err, &pe) || p.Message != pe.Err.Error() {
+				t.Errorf("reported %q, the join failed with %v", p.Message, err)
 			}
 			if len(rec.configMaps) != 1 || rec.configMaps[0] != progressConfigMap {
 				t.Errorf("ClusterProgress called for %q, want once for %q", rec.configMaps, progressConfigMap)

@@ -48,3 +48,8 @@ const (
 // (its public ID) that the Secret's payload carries, so the token can be
 // found again after a restart or a clusterctl move.
 const TokenIDAnnotation = "bootstrap.capwin.io/token-id"
+
+// MachineLabel on the objects the bootstrap provider makes in the workload
+// cluster for one node (its progress ConfigMap, Role and RoleBinding in
+// namespace capwin-node-bootstrap) names the Machine they are for.
+const MachineLabel = "capwin.io/machine"
