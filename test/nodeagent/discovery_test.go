@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"github.com/capwin/capwin/test/kubeadm"
 	"math/big"
 	"net"
 	"os"
@@ -33,7 +34,7 @@ import (
 // audit log records it.
 const discoveryUserAgent = "capwin-node/discovery"
 
-var cluster *KubeadmCluster
+var cluster *kubeadm.Cluster
 
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
@@ -47,7 +48,7 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir) //nolint:errcheck // a temporary directory
 	start := time.Now()
-	if cluster, err = StartKubeadmCluster(context.Background(), KubeadmOptions{Dir: dir}); err != nil {
+	if cluster, err = kubeadm.Start(context.Background(), kubeadm.Options{Dir: dir, Audit: true}); err != nil {
 		println("starting the kubeadm cluster:", err.Error())
 		return 1
 	}
@@ -70,7 +71,7 @@ type outcome struct {
 	err     error
 	took    time.Duration
 	log     string
-	audited []AuditEvent
+	audited []kubeadm.AuditEvent
 }
 
 // discover runs Discover and checks that no secret of secrets shows in its
@@ -115,7 +116,7 @@ func discover(t *testing.T, join nodeconfig.Join, opts discovery.Options, secret
 // arrival reports whether e is the first event of a request, so there is
 // one per request: RequestReceived, or ResponseStarted for a request that
 // failed authentication (audited from its 401 on, with no user).
-func arrival(e AuditEvent) bool {
+func arrival(e kubeadm.AuditEvent) bool {
 	return e.Stage == "RequestReceived" ||
 		e.Stage == "ResponseStarted" && e.ResponseStatus != nil && e.ResponseStatus.Code == 401 && e.User.Username == ""
 }
@@ -130,8 +131,8 @@ func (o outcome) expectFailure(g Gomega, reason discovery.Reason, says ...string
 }
 
 // reads returns the audited requests for a ConfigMap.
-func (o outcome) reads(namespace, name string) []AuditEvent {
-	var out []AuditEvent
+func (o outcome) reads(namespace, name string) []kubeadm.AuditEvent {
+	var out []kubeadm.AuditEvent
 	for _, e := range o.audited {
 		if e.ObjectRef != nil && e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Namespace == namespace && e.ObjectRef.Name == name {
 			out = append(out, e)
@@ -140,19 +141,19 @@ func (o outcome) reads(namespace, name string) []AuditEvent {
 	return out
 }
 
-func (o outcome) clusterInfoReads() []AuditEvent {
+func (o outcome) clusterInfoReads() []kubeadm.AuditEvent {
 	return o.reads(metav1.NamespacePublic, bootstrapapi.ConfigMapClusterInfo)
 }
 
-func (o outcome) kubeletConfigReads() []AuditEvent {
-	return o.reads(metav1.NamespaceSystem, KubeletConfigMap)
+func (o outcome) kubeletConfigReads() []kubeadm.AuditEvent {
+	return o.reads(metav1.NamespaceSystem, kubeadm.KubeletConfigMap)
 }
 
-func bootstrapUser(t Token) string { return bootstrapapi.BootstrapUserPrefix + t.ID }
+func bootstrapUser(t kubeadm.Token) string { return bootstrapapi.BootstrapUserPrefix + t.ID }
 
 // tokenUsed reports whether any request in the whole audit log
 // authenticated with t.
-func tokenUsed(g Gomega, t Token) bool {
+func tokenUsed(g Gomega, t kubeadm.Token) bool {
 	events, err := cluster.AuditEvents(0)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(events).NotTo(BeEmpty())
@@ -164,7 +165,7 @@ func tokenUsed(g Gomega, t Token) bool {
 	return false
 }
 
-func createToken(g Gomega, ttl time.Duration) Token {
+func createToken(g Gomega, ttl time.Duration) kubeadm.Token {
 	tok, err := cluster.CreateToken(context.Background(), ttl)
 	g.Expect(err).NotTo(HaveOccurred())
 	return tok
@@ -180,7 +181,7 @@ func TestDiscover(t *testing.T) {
 		g.Expect(o.err).NotTo(HaveOccurred())
 		g.Expect(o.result.Server).To(Equal(cluster.Server))
 		g.Expect(derOf(g, o.result.CACert)).To(Equal(derOf(g, cluster.CA)))
-		g.Expect(string(o.result.KubeletConfig)).To(Equal(DefaultKubeletConfig))
+		g.Expect(string(o.result.KubeletConfig)).To(Equal(kubeadm.DefaultKubeletConfig))
 
 		// cluster-info is read twice (unverified, then over the pinned
 		// CA), both times anonymously; only kubelet-config is read with
@@ -188,14 +189,14 @@ func TestDiscover(t *testing.T) {
 		g.Expect(len(o.clusterInfoReads())).To(BeNumerically(">=", 2))
 		g.Expect(o.kubeletConfigReads()).NotTo(BeEmpty())
 		for _, e := range o.audited {
-			if e.ObjectRef != nil && e.ObjectRef.Namespace == metav1.NamespaceSystem && e.ObjectRef.Name == KubeletConfigMap {
+			if e.ObjectRef != nil && e.ObjectRef.Namespace == metav1.NamespaceSystem && e.ObjectRef.Name == kubeadm.KubeletConfigMap {
 				continue
 			}
 			g.Expect(e.User.Username).To(Equal("system:anonymous"), "%s was sent with credentials", e.RequestURI)
 		}
 		last := o.kubeletConfigReads()[len(o.kubeletConfigReads())-1]
 		g.Expect(last.User.Username).To(Equal(bootstrapUser(tok)))
-		g.Expect(last.User.Groups).To(ContainElement(NodeBootstrapTokenGroup))
+		g.Expect(last.User.Groups).To(ContainElement(kubeadm.NodeBootstrapTokenGroup))
 	})
 
 	t.Run("wrong CA hash", func(t *testing.T) {
@@ -218,7 +219,7 @@ func TestDiscover(t *testing.T) {
 
 	t.Run("unknown token ID", func(t *testing.T) {
 		g := NewWithT(t)
-		tok := NewToken()
+		tok := kubeadm.NewToken()
 		o := discover(t, cluster.Join(tok), fast, tok.Secret)
 		o.expectFailure(g, discovery.ReasonNoSignature, `token ID "`+tok.ID+`"`, "unknown to this cluster, has expired", "gave up after 3s")
 		g.Expect(o.took).To(BeNumerically(">=", fast.Timeout))
@@ -230,7 +231,7 @@ func TestDiscover(t *testing.T) {
 	t.Run("right token ID, wrong secret", func(t *testing.T) {
 		g := NewWithT(t)
 		tok := createToken(g, time.Hour)
-		wrong := Token{ID: tok.ID, Secret: NewToken().Secret}
+		wrong := kubeadm.Token{ID: tok.ID, Secret: kubeadm.NewToken().Secret}
 		o := discover(t, cluster.Join(wrong), fast, tok.Secret, wrong.Secret)
 		o.expectFailure(g, discovery.ReasonBadSignature, `token ID "`+tok.ID+`"`, "wrong secret")
 		g.Expect(o.took).To(BeNumerically("<", time.Second), "a bad signature is not retried")
@@ -315,7 +316,7 @@ func TestDiscover(t *testing.T) {
 		o := discover(t, cluster.Join(tok), fast, tok.Secret)
 		g.Expect(o.err).NotTo(HaveOccurred())
 		g.Expect(o.result.Server).To(Equal(server))
-		g.Expect(string(o.result.KubeletConfig)).To(Equal(DefaultKubeletConfig))
+		g.Expect(string(o.result.KubeletConfig)).To(Equal(kubeadm.DefaultKubeletConfig))
 	})
 }
 

@@ -35,6 +35,7 @@ import (
 	"github.com/capwin/capwin/node-components/layout"
 	"github.com/capwin/capwin/node-components/nodeconfig"
 	"github.com/capwin/capwin/node-components/nodeconfig/nodeconfigtest"
+	"github.com/capwin/capwin/test/kubeadm"
 )
 
 // windowsNode is an in-memory Windows host with the bundle installed and
@@ -168,7 +169,7 @@ func (n *windowsNode) tlsBootstrap(ctx context.Context, fsys host.FS, bootstrap 
 	if err != nil {
 		return err
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:" + name, Organization: []string{NodesGroup}}}, key)
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:" + name, Organization: []string{kubeadm.NodesGroup}}}, key)
 	if err != nil {
 		return err
 	}
@@ -184,7 +185,7 @@ func (n *windowsNode) tlsBootstrap(ctx context.Context, fsys host.FS, bootstrap 
 		return fmt.Errorf("kubelet: posting its client CSR with the bootstrap token: %w", err)
 	}
 	n.csr = csr
-	user, err := cluster.Env.AddUser("system:node:"+name, NodesGroup)
+	user, err := cluster.Env.AddUser("system:node:"+name, kubeadm.NodesGroup)
 	if err != nil {
 		return err
 	}
@@ -248,7 +249,7 @@ func TestJoinAgainstKubeadmCluster(t *testing.T) {
 	// its bootstrap kubeconfig, with the server discovery proved.
 	g.Expect(n.csr).NotTo(BeNil())
 	g.Expect(n.csr.Spec.Username).To(Equal(bootstrapUser(tok)))
-	g.Expect(n.csr.Spec.Groups).To(ContainElement(NodeBootstrapTokenGroup))
+	g.Expect(n.csr.Spec.Groups).To(ContainElement(kubeadm.NodeBootstrapTokenGroup))
 
 	fsys := n.host.FS()
 	ca, err := fsys.ReadFile(layout.CACert)

@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"context"
 	"errors"
+	"github.com/capwin/capwin/test/kubeadm"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,7 +26,7 @@ import (
 // paths, counting its calls.
 func kubeletFiles(t *testing.T, nodeName string) (kubeconfig []byte, readFile func(string) ([]byte, error), reads *atomic.Int32) {
 	g := NewWithT(t)
-	user, err := cluster.Env.AddUser("system:node:"+nodeName, NodesGroup)
+	user, err := cluster.Env.AddUser("system:node:"+nodeName, kubeadm.NodesGroup)
 	g.Expect(err).NotTo(HaveOccurred())
 	dir := t.TempDir()
 	local := map[string]string{

@@ -19,6 +19,7 @@ import (
 	"github.com/capwin/capwin/node-components/layout"
 	"github.com/capwin/capwin/node-components/nodeconfig"
 	"github.com/capwin/capwin/node-components/render"
+	"github.com/capwin/capwin/test/kubeadm"
 )
 
 // allowProgress sets up, as the bootstrap provider does
@@ -59,7 +60,7 @@ func noProgress(ctx context.Context, g Gomega, configMap string) {
 // progressNode is a node whose configuration names configMap for its
 // progress, and whose token carries that ConfigMap's group, as the
 // bootstrap provider makes them; mutate changes the configuration first.
-func progressNode(t *testing.T, ctx context.Context, configMap, name string, mutate ...func(*nodeconfig.Config)) (*windowsNode, Token) {
+func progressNode(t *testing.T, ctx context.Context, configMap, name string, mutate ...func(*nodeconfig.Config)) (*windowsNode, kubeadm.Token) {
 	g := NewWithT(t)
 	allowProgress(ctx, g, configMap)
 	tok, err := cluster.CreateToken(ctx, time.Hour, discovery.ProgressGroup(configMap))
@@ -157,7 +158,7 @@ func TestWrongCAHashReachesTheCluster(t *testing.T) {
 	g.Expect(n.host.FS().Exists(layout.BootstrapKubeconfig)).To(BeFalse(), "the pin still refuses the cluster")
 	g.Expect(n.log.String()).NotTo(ContainSubstring(tok.Secret))
 
-	badSecret := Token{ID: tok.ID, Secret: NewToken().Secret}
+	badSecret := kubeadm.Token{ID: tok.ID, Secret: kubeadm.NewToken().Secret}
 	n, _ = progressNode(t, ctx, "win1-md-0-progress-5", "win-progress-5", func(c *nodeconfig.Config) {
 		c.Join.CACertHashes = []string{wrong}
 		c.Join.Token = badSecret.String()
