@@ -23,6 +23,9 @@ var (
 	log = logr.Discard()
 )
 
+// bootDelay is the guests' boot delay unless a test changes it.
+const bootDelay = 200 * time.Millisecond
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -33,7 +36,7 @@ func run(m *testing.M) int {
 		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, time.Now().Format("15:04:05.000"), prefix, args) }, funcr.Options{Verbosity: 2})
 	}
 	var err error
-	s, err = sim.Start(ctx, sim.Options{BootDelay: 200 * time.Millisecond, Log: log})
+	s, err = sim.Start(ctx, sim.Options{BootDelay: bootDelay, Log: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the simulation:", err)
 		return 1
