@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/finalizers"
@@ -54,10 +55,17 @@ type HybridMachineReconciler struct {
 	Client client.Client
 	// Platforms gives each HybridCluster its platform.
 	Platforms platform.Factory
+	// ClusterCache reaches the workload clusters, where joining Windows
+	// nodes report their progress.
+	ClusterCache clustercache.ClusterCache
 
 	// written keeps a reconcile from acting on a copy older than what the
 	// last one wrote.
 	written written
+	// onVM remembers, per machine, the hash of the bootstrap data last
+	// seen on its VM, so that the VM's user data is read again only when
+	// the Machine's data changed.
+	onVM dataHashes
 }
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=hybridmachines;hybridmachines/status;hybridmachines/finalizers,verbs=get;list;watch;update;patch
@@ -67,8 +75,8 @@ type HybridMachineReconciler struct {
 // SetupWithManager registers the reconciler, watching Machines for their
 // bootstrap data and nodeRef.
 func (r *HybridMachineReconciler) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
-	if r.Client == nil || r.Platforms == nil {
-		return errors.New("the HybridMachine reconciler needs a Client and Platforms")
+	if r.Client == nil || r.Platforms == nil || r.ClusterCache == nil {
+		return errors.New("the HybridMachine reconciler needs a Client, Platforms and a ClusterCache")
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.HybridMachine{}).
@@ -130,6 +138,7 @@ func (r *HybridMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Client.Get(ctx, req.NamespacedName, hm); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
+			r.onVM.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -194,34 +203,47 @@ func (r *HybridMachineReconciler) scope(ctx context.Context, hm *infrav1.HybridM
 // patch writes the HybridMachine's status and conditions, its Ready
 // condition summing up the others.
 func (r *HybridMachineReconciler) patch(ctx context.Context, helper *patch.Helper, hm *infrav1.HybridMachine) error {
-	_ = conditions.SetSummaryCondition(hm, hm, infrav1.HybridMachineReadyCondition,
-		conditions.ForConditionTypes{infrav1.HybridMachineVMProvisionedCondition})
+	setReady(hm)
 	err := helper.Patch(ctx, hm, patch.WithOwnedConditions{Conditions: []string{
 		clusterv1.PausedCondition, infrav1.HybridMachineReadyCondition,
 		infrav1.HybridMachineVMProvisionedCondition, infrav1.HybridMachineBootstrapDataClearedCondition,
+		infrav1.HybridMachineNodeJoinedCondition,
 	}})
 	return deleted.IgnoreGone(hm, err)
 }
 
-// run runs phases in order until one returns an error, a requeue, or
-// next false.
+// run runs phases in order until one returns an error or next false,
+// and asks to be run again after the shortest requeue any phase asked for.
 func (r *HybridMachineReconciler) run(ctx context.Context, s *machineScope, phases []machinePhase) (ctrl.Result, error) {
+	var result ctrl.Result
 	for _, phase := range phases {
 		res, next, err := phase(ctx, s)
-		if err != nil || !res.IsZero() || !next {
-			return res, err
+		result = shorter(result, res)
+		if err != nil || !next {
+			return result, err
 		}
 	}
-	return ctrl.Result{}, nil
+	return result, nil
+}
+
+// shorter is the result that runs again sooner; a zero one asks nothing.
+func shorter(a, b ctrl.Result) ctrl.Result {
+	if a.IsZero() || (!b.IsZero() && b.RequeueAfter < a.RequeueAfter) {
+		return b
+	}
+	return a
 }
 
 func (r *HybridMachineReconciler) normalPhases() []machinePhase {
 	return []machinePhase{
+		r.waitForNodeReport,
 		r.waitForClusterInfrastructure,
 		r.readBootstrapData,
 		r.connect,
 		r.ensureVM,
+		r.writeBootstrapData,
 		r.clearBootstrapData,
+		r.readNodeProgress,
 		r.waitForAddresses,
 	}
 }
@@ -267,11 +289,12 @@ func (r *HybridMachineReconciler) waitForClusterInfrastructure(_ context.Context
 	return ctrl.Result{}, true, nil
 }
 
-// readBootstrapData reads the Machine's bootstrap data, needed only until
-// the VM exists, and refuses data in a format the machine's OS cannot run.
+// readBootstrapData reads the Machine's bootstrap data, and refuses data
+// in a format the machine's OS cannot run. Once the VM is provisioned the
+// data is read while the node has not joined, for writeBootstrapData.
 func (r *HybridMachineReconciler) readBootstrapData(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
 	if ptr.Deref(s.hm.Status.Initialization.Provisioned, false) {
-		return ctrl.Result{}, true, nil
+		return r.readCurrentBootstrapData(ctx, s)
 	}
 	name := ptr.Deref(s.machine.Spec.Bootstrap.DataSecretName, "")
 	if name == "" {
@@ -311,9 +334,9 @@ func (r *HybridMachineReconciler) ensureVM(ctx context.Context, s *machineScope)
 	s.state = st
 	prior := s.hm.Status.Operation
 	s.hm.Status.Operation = st.Operation
-	if st.Operation.IsZero() && prior.Type == infrav1.MachineOperationClearBootstrapData {
-		// EnsureMachine does not look at the clearing's task;
-		// clearBootstrapData does.
+	if st.Operation.IsZero() && (prior.Type == infrav1.MachineOperationClearBootstrapData || prior.Type == infrav1.MachineOperationWriteBootstrapData) {
+		// EnsureMachine does not look at these reconfigures' tasks;
+		// writeBootstrapData and clearBootstrapData do.
 		s.hm.Status.Operation = prior
 	}
 	if !st.Operation.IsZero() {
@@ -346,6 +369,11 @@ func (r *HybridMachineReconciler) clearBootstrapData(ctx context.Context, s *mac
 	if !s.machine.Status.NodeRef.IsDefined() {
 		setBootstrapDataCleared(s.hm, waitingForNode())
 		return ctrl.Result{}, true, nil
+	}
+	if s.hm.Status.Operation.Type == infrav1.MachineOperationWriteBootstrapData {
+		// A rewrite that runs still ends before the clearing, which
+		// vCenter queues after it on the same VM.
+		s.hm.Status.Operation = infrav1.MachineOperation{}
 	}
 	if conditions.IsTrue(s.hm, infrav1.HybridMachineBootstrapDataClearedCondition) {
 		return ctrl.Result{}, true, nil

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	capisetup "sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
@@ -86,6 +88,14 @@ func vmsNamed(t testing.TB, v *vspheresim.VCenter, match func(name string) bool)
 // the clusters of earlier tests, whose simulators are gone.
 func startControllers(t testing.TB, sessions *vsphere.Sessions, ns string) (stop func()) {
 	t.Helper()
+	stop, _ = startControllersWithCache(t, sessions, ns)
+	return stop
+}
+
+// startControllersWithCache is startControllers, returning the ClusterCache
+// the HybridMachine reconciler reaches workload clusters through too.
+func startControllersWithCache(t testing.TB, sessions *vsphere.Sessions, ns string) (stop func(), cc clustercache.ClusterCache) {
+	t.Helper()
 	mgr, err := env.NewManager(func(o *manager.Options) {
 		o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
 	})
@@ -97,7 +107,19 @@ func startControllers(t testing.TB, sessions *vsphere.Sessions, ns string) (stop
 	if err := (&controllers.HybridClusterReconciler{Client: mgr.GetClient(), Platforms: platforms}).SetupWithManager(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Platforms: platforms}).SetupWithManager(mgr, opts); err != nil {
+	secretClient, err := capisetup.CreateSecretCachingClient(mgr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err = clustercache.SetupWithManager(t.Context(), mgr, clustercache.Options{
+		SecretClient: secretClient,
+		Cache:        capisetup.ClusterCacheCacheOptions(),
+		Client:       capisetup.ClusterCacheClientOptions("capwin-test", 100, 200),
+	}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Platforms: platforms, ClusterCache: cc}).SetupWithManager(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
 	stopManager, err := env.StartManager(t.Context(), mgr)
@@ -114,7 +136,7 @@ func startControllers(t testing.TB, sessions *vsphere.Sessions, ns string) (stop
 		}
 	}
 	t.Cleanup(stop)
-	return stop
+	return stop, cc
 }
 
 // provisionedCluster makes a namespace whose controllers use sessions, with

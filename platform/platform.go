@@ -29,6 +29,11 @@ type Platform interface {
 	// EnsureMachine drives the machine's VM one step towards existing and
 	// running, and reports its state.
 	EnsureMachine(ctx context.Context, m *Machine) (MachineState, error)
+	// WriteBootstrapData starts replacing the VM's bootstrap data with
+	// m.BootstrapData, for a VM whose node has not joined and that runs
+	// with other data (EnsureMachine's BootstrapDataStale); a write
+	// recorded in status.operation that still runs is returned.
+	WriteBootstrapData(ctx context.Context, m *Machine) (infrav1.MachineOperation, error)
 	// BootstrapDataCleared reports whether the VM no longer carries the
 	// bootstrap data (a VM that is gone carries none).
 	BootstrapDataCleared(ctx context.Context, m *Machine) (bool, error)
@@ -48,8 +53,9 @@ type Machine struct {
 	HybridMachine *infrav1.HybridMachine
 	// ComputerName is the guest's host name, which becomes its node name.
 	ComputerName string
-	// BootstrapData is the Machine's bootstrap data, needed only until the
-	// VM exists.
+	// BootstrapData is the Machine's bootstrap data: always until the VM
+	// exists; after, only while the node has not joined and the data may
+	// differ from the VM's, for EnsureMachine to compare.
 	BootstrapData []byte
 }
 
@@ -69,6 +75,9 @@ type MachineState struct {
 	// NetworkNotApplied says how the guest's addresses differ from the
 	// static ones the spec asks for; empty when they do not.
 	NetworkNotApplied string
+	// BootstrapDataStale is true when the VM runs with bootstrap data other
+	// than BootstrapData; only looked at when BootstrapData is given.
+	BootstrapDataStale bool
 }
 
 // DefaultRetry is how soon an unreachable or misconfigured platform is

@@ -56,11 +56,22 @@ type Options struct {
 // Setup registers the chosen providers' reconcilers (and webhooks) with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	copts := controller.Options{MaxConcurrentReconciles: o.Concurrency}
-	if slices.Contains(o.Providers, ProviderInfrastructure) {
+	infrastructure, bootstrap := slices.Contains(o.Providers, ProviderInfrastructure), slices.Contains(o.Providers, ProviderBootstrap)
+	if !infrastructure && !bootstrap {
+		return nil
+	}
+	// One ClusterCache for both providers, as Cluster API's own manager
+	// gives one to all its reconcilers: one connection, and one health
+	// check, per workload cluster.
+	cc, err := clusterCache(ctx, mgr, o, copts)
+	if err != nil {
+		return err
+	}
+	if infrastructure {
 		platforms := factory.New(mgr.GetClient(), o.Namespace)
 		if err := errors.Join(
 			(&controllers.HybridClusterReconciler{Client: mgr.GetClient(), Platforms: platforms}).SetupWithManager(mgr, copts),
-			(&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Platforms: platforms}).SetupWithManager(mgr, copts),
+			(&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Platforms: platforms, ClusterCache: cc}).SetupWithManager(mgr, copts),
 			(&controllers.HybridMachineTemplateReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, copts),
 			// Logs out of idle vCenter sessions, and of all of them when
 			// the manager stops.
@@ -76,19 +87,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			}
 		}
 	}
-	if slices.Contains(o.Providers, ProviderBootstrap) {
-		secretClient, err := capisetup.CreateSecretCachingClient(mgr)
-		if err != nil {
-			return err
-		}
-		cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
-			SecretClient: secretClient,
-			Cache:        capisetup.ClusterCacheCacheOptions(),
-			Client:       capisetup.ClusterCacheClientOptions(o.Name, 20, 30),
-		}, copts)
-		if err != nil {
-			return fmt.Errorf("setting up the ClusterCache: %w", err)
-		}
+	if bootstrap {
 		r := &reconciler.Reconciler{Client: mgr.GetClient(), ClusterCache: cc, TokenTTL: o.TokenTTL}
 		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up the WindowsKubeadmConfig reconciler: %w", err)
@@ -100,6 +99,24 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 	}
 	return nil
+}
+
+// clusterCache sets up the ClusterCache through which the providers reach
+// workload clusters.
+func clusterCache(ctx context.Context, mgr ctrl.Manager, o Options, copts controller.Options) (clustercache.ClusterCache, error) {
+	secretClient, err := capisetup.CreateSecretCachingClient(mgr)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient: secretClient,
+		Cache:        capisetup.ClusterCacheCacheOptions(),
+		Client:       capisetup.ClusterCacheClientOptions(o.Name, 20, 30),
+	}, copts)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the ClusterCache: %w", err)
+	}
+	return cc, nil
 }
 
 // CacheOptions caches only the Secrets of clusters (those with the

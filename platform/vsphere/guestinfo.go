@@ -34,15 +34,38 @@ func GuestInfo(m Machine, macs []string) ([]types.BaseOptionValue, error) {
 		&types.OptionValue{Key: "guestinfo.metadata.encoding", Value: "gzip+base64"},
 	}
 	if len(m.UserData) > 0 {
-		userEnc, err := userdata.GzipBase64(m.UserData)
+		user, err := userDataValues(m.UserData)
 		if err != nil {
 			return nil, err
 		}
-		values = append(values,
-			&types.OptionValue{Key: "guestinfo.userdata", Value: userEnc},
-			&types.OptionValue{Key: "guestinfo.userdata.encoding", Value: "gzip+base64"})
+		values = append(values, user...)
 	}
 	return values, nil
+}
+
+// userDataValues are the extraConfig values that hand the guest data as
+// its user data.
+func userDataValues(data []byte) ([]types.BaseOptionValue, error) {
+	enc, err := userdata.GzipBase64(data)
+	if err != nil {
+		return nil, err
+	}
+	return []types.BaseOptionValue{
+		&types.OptionValue{Key: "guestinfo.userdata", Value: enc},
+		&types.OptionValue{Key: "guestinfo.userdata.encoding", Value: "gzip+base64"},
+	}, nil
+}
+
+// guestInfoHolds reports whether the extraConfig's key holds want
+// (gzip+base64 encoded, as capwin writes it).
+func guestInfoHolds(extraConfig []types.BaseOptionValue, key string, want []byte) bool {
+	for _, v := range extraConfig {
+		if ov := v.GetOptionValue(); ov.Key == key {
+			have, err := userdata.DecodeGzipBase64(fmt.Sprint(ov.Value))
+			return err == nil && bytes.Equal(have, want)
+		}
+	}
+	return false
 }
 
 // metadata is the instance metadata: the host name, the network and the
@@ -95,8 +118,10 @@ func nicMACs(devices []types.BaseVirtualDevice) []string {
 // writeNetworkMetadata rewrites guestinfo.metadata with the NICs' MAC
 // addresses, which the guest matches its network configuration on: an
 // entry cloud-init or cloudbase-init cannot match to a NIC configures
-// nothing. It returns the reconfigure task, or nothing when the metadata is
-// already right.
+// nothing. guestinfo.userdata is written with it when it is not the
+// Machine's current bootstrap data (its token was replaced after the
+// clone), so that the first boot runs the newest. It returns the
+// reconfigure task, or nothing when both are already right.
 func (s *Session) writeNetworkMetadata(ctx context.Context, vm *object.VirtualMachine, config *types.VirtualMachineConfigInfo, macs []string, m Machine) (string, error) {
 	if len(macs) < len(m.Spec.Network) {
 		return "", fmt.Errorf("%w: VM %s has %d network devices, and spec.vsphere.network names %d", platform.ErrInvalid, vm.Reference().Value, len(macs), len(m.Spec.Network))
@@ -112,20 +137,59 @@ func (s *Session) writeNetworkMetadata(ctx context.Context, vm *object.VirtualMa
 	if err != nil {
 		return "", err
 	}
-	for _, v := range config.ExtraConfig {
-		if ov := v.GetOptionValue(); ov.Key == "guestinfo.metadata" {
-			if have, err := userdata.DecodeGzipBase64(fmt.Sprint(ov.Value)); err == nil && bytes.Equal(have, want) {
-				return "", nil
-			}
-		}
+	if guestInfoHolds(config.ExtraConfig, "guestinfo.metadata", want) &&
+		(len(m.UserData) == 0 || guestInfoHolds(config.ExtraConfig, "guestinfo.userdata", m.UserData)) {
+		return "", nil
 	}
-	values, err := GuestInfo(Machine{Namespace: m.Namespace, Name: m.Name, Spec: m.Spec, ComputerName: m.ComputerName, SSHAuthorizedKeys: m.SSHAuthorizedKeys}, macs)
+	values, err := GuestInfo(m, macs)
 	if err != nil {
 		return "", err
 	}
 	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{ExtraConfig: values})
 	if err != nil {
 		return "", fmt.Errorf("writing the network metadata of VM %s: %w", vm.Reference().Value, err)
+	}
+	return task.Reference().Value, nil
+}
+
+// WriteUserData replaces guestinfo.userdata with m.UserData, with one
+// reconfigure task: the node of a running VM has not joined and the
+// Machine's bootstrap data changed (the guest reads guestinfo again when
+// it boots again to retry its join). A write recorded in m.Op that still
+// runs is returned, not doubled.
+func (s *Session) WriteUserData(ctx context.Context, m Machine) (infrav1.MachineOperation, error) {
+	task, err := retryStale(s, m, func() (string, error) { return s.writeUserData(ctx, m) })
+	if task == "" {
+		return infrav1.MachineOperation{}, err
+	}
+	return infrav1.MachineOperation{Type: infrav1.MachineOperationWriteBootstrapData, ID: task}, err
+}
+
+func (s *Session) writeUserData(ctx context.Context, m Machine) (string, error) {
+	if len(m.UserData) == 0 {
+		return "", fmt.Errorf("%w: no user data to write to the VM of %s", platform.ErrInvalid, m.Name)
+	}
+	if m.Op.Type == infrav1.MachineOperationWriteBootstrapData {
+		st, err := s.checkTask(ctx, m.Op)
+		if err != nil || !st.Op.IsZero() {
+			return st.Op.ID, err
+		}
+	}
+	dc, err := s.datacenter(ctx, m.Datacenter)
+	if err != nil {
+		return "", err
+	}
+	vm, err := s.findVM(ctx, dc, m)
+	if err != nil || vm == nil {
+		return "", err
+	}
+	values, err := userDataValues(m.UserData)
+	if err != nil {
+		return "", err
+	}
+	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{ExtraConfig: values})
+	if err != nil {
+		return "", fmt.Errorf("writing the user data of VM %s: %w", vm.Reference().Value, err)
 	}
 	return task.Reference().Value, nil
 }

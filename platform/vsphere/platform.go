@@ -75,12 +75,13 @@ func (p *Platform) EnsureMachine(ctx context.Context, m *platform.Machine) (plat
 		return platform.MachineState{Operation: st.Op}, p.neutral(err)
 	}
 	return platform.MachineState{
-		Operation:         st.Op,
-		Exists:            st.Exists,
-		Running:           st.PoweredOn,
-		ProviderID:        st.ProviderID(),
-		Addresses:         st.Addresses,
-		NetworkNotApplied: st.NetworkNotApplied,
+		Operation:          st.Op,
+		Exists:             st.Exists,
+		Running:            st.PoweredOn,
+		ProviderID:         st.ProviderID(),
+		Addresses:          st.Addresses,
+		NetworkNotApplied:  st.NetworkNotApplied,
+		BootstrapDataStale: st.UserDataStale,
 	}, nil
 }
 
@@ -92,6 +93,16 @@ func (p *Platform) BootstrapDataCleared(ctx context.Context, m *platform.Machine
 	}
 	cleared, err := p.session.UserDataCleared(ctx, vm)
 	return cleared, p.neutral(err)
+}
+
+// WriteBootstrapData replaces guestinfo.userdata with a reconfigure task.
+func (p *Platform) WriteBootstrapData(ctx context.Context, m *platform.Machine) (infrav1.MachineOperation, error) {
+	vm, err := p.machine(m)
+	if err != nil {
+		return infrav1.MachineOperation{}, err
+	}
+	op, err := p.session.WriteUserData(ctx, vm)
+	return op, p.neutral(err)
 }
 
 // ClearBootstrapData empties guestinfo.userdata with a reconfigure task.

@@ -29,6 +29,9 @@ type State struct {
 	// NetworkNotApplied says why the guest's addresses are not the static
 	// ones its spec asks for; empty when they are, or none are asked for.
 	NetworkNotApplied string
+	// UserDataStale is true when the VM runs with guestinfo.userdata other
+	// than the Machine's UserData; only looked at when UserData is given.
+	UserDataStale bool
 }
 
 // ProviderID is the provider ID of a VM as the vSphere cloud provider sets it.
@@ -44,7 +47,7 @@ func (s State) ProviderID() string {
 func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Machine) (State, error) {
 	var o mo.VirtualMachine
 	props := []string{"config.uuid", "config.hardware.device", "runtime.powerState", "guest.net"}
-	if !m.Provisioned {
+	if !m.Provisioned || len(m.UserData) > 0 {
 		props = append(props, "config.extraConfig")
 	}
 	if err := vm.Properties(ctx, vm.Reference(), props, &o); err != nil {
@@ -57,6 +60,9 @@ func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Mach
 		macs = nicMACs(o.Config.Hardware.Device)
 	}
 	st.PoweredOn = o.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
+	if st.PoweredOn && o.Config != nil && len(m.UserData) > 0 {
+		st.UserDataStale = !guestInfoHolds(o.Config.ExtraConfig, "guestinfo.userdata", m.UserData)
+	}
 	if o.Guest != nil {
 		st.Addresses = guestAddresses(o.Guest.Net, macs, m.ControlPlaneHost)
 		st.NetworkNotApplied = staticNotApplied(m.Spec, o.Guest.Net, macs)

@@ -162,6 +162,12 @@ func WindowsVSphereMachine(namespace, name string) *HybridMachineBuilder {
 	}
 }
 
+// Linux makes it a Linux machine.
+func (b *HybridMachineBuilder) Linux() *HybridMachineBuilder {
+	b.os = infrav1.OSSpec{Type: infrav1.OSLinux}
+	return b
+}
+
 // WithTemplate sets the VM template it is cloned from.
 func (b *HybridMachineBuilder) WithTemplate(template string) *HybridMachineBuilder {
 	b.spec.Template = template

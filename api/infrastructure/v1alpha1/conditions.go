@@ -106,4 +106,26 @@ const (
 	// HybridMachineClearingReason means the node joined and the platform
 	// operation that removes the user data runs (status.operation).
 	HybridMachineClearingReason = "Clearing"
+
+	// HybridMachineNodeJoinedCondition is true once a Windows machine's
+	// node joined the cluster (its agent reported Joined, or the Machine
+	// has a nodeRef). Linux machines, which kubeadm joins without
+	// capwin's agent, do not have it.
+	HybridMachineNodeJoinedCondition = "NodeJoined"
+	// HybridMachineNodeJoinedReason means the node joined.
+	HybridMachineNodeJoinedReason = "Joined"
+	// HybridMachineNodeJoinedJoiningReason means the node reported a join
+	// phase that runs (Unknown); the message names it.
+	HybridMachineNodeJoinedJoiningReason = "Joining"
+	// HybridMachineNodeJoinedWaitingForReportReason means no report came
+	// from the node yet (Unknown): a node reports only after discovery
+	// proved the control plane.
+	HybridMachineNodeJoinedWaitingForReportReason = "WaitingForReport"
+	// HybridMachineNodeJoinedInvalidReportReason means the node's report
+	// could not be read (Unknown); the message says why.
+	HybridMachineNodeJoinedInvalidReportReason = "InvalidReport"
+	// HybridMachineNodeJoinedFailedReasonSuffix ends the reason of a
+	// failed join (False), which begins with the failed phase in
+	// CamelCase: PreflightFailed, DiscoveryFailed, NodeRegistrationFailed.
+	HybridMachineNodeJoinedFailedReasonSuffix = "Failed"
 )

@@ -75,7 +75,7 @@ type HybridMachineInitializationStatus struct {
 }
 
 // MachineOperationType is what a long-running platform operation does.
-// +kubebuilder:validation:Enum=Create;WaitForCreate;Configure;PowerOn;ClearBootstrapData;PowerOff;Delete
+// +kubebuilder:validation:Enum=Create;WaitForCreate;Configure;PowerOn;WriteBootstrapData;ClearBootstrapData;PowerOff;Delete
 type MachineOperationType string
 
 const (
@@ -91,6 +91,10 @@ const (
 	MachineOperationConfigure MachineOperationType = "Configure"
 	// MachineOperationPowerOn starts the VM.
 	MachineOperationPowerOn MachineOperationType = "PowerOn"
+	// MachineOperationWriteBootstrapData replaces the bootstrap data of a
+	// running VM whose node has not joined with the Machine's current data
+	// (its bootstrap token was replaced after the VM was made).
+	MachineOperationWriteBootstrapData MachineOperationType = "WriteBootstrapData"
 	// MachineOperationClearBootstrapData removes the bootstrap data from the
 	// VM once its node joined.
 	MachineOperationClearBootstrapData MachineOperationType = "ClearBootstrapData"
@@ -147,12 +151,71 @@ type HybridMachineStatus struct {
 	// +optional
 	Operation MachineOperation `json:"operation,omitempty,omitzero"`
 
+	// nodeBootstrap is the join of a Windows machine's node as the node's
+	// agent last reported it, read from the workload cluster while the node
+	// joins. Empty on Linux machines, and until the first report arrives:
+	// a node reports only after discovery has proved the control plane,
+	// so earlier failures are seen on the node (capwin-node status,
+	// C:\ProgramData\capwin\bootstrap.log).
+	// +optional
+	NodeBootstrap NodeBootstrapStatus `json:"nodeBootstrap,omitempty,omitzero"`
+
 	// conditions are the HybridMachine's current state.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=32
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NodeBootstrapState is a node's join state as its agent reports it.
+// +kubebuilder:validation:Enum=Running;Failed;Joined
+type NodeBootstrapState string
+
+// The join states a node reports.
+const (
+	// NodeBootstrapRunning means a join phase runs.
+	NodeBootstrapRunning NodeBootstrapState = "Running"
+	// NodeBootstrapFailed means the phase failed.
+	NodeBootstrapFailed NodeBootstrapState = "Failed"
+	// NodeBootstrapJoined means the node joined.
+	NodeBootstrapJoined NodeBootstrapState = "Joined"
+)
+
+// NodeBootstrapStatus is a node's join as its agent last reported it.
+// +kubebuilder:validation:MinProperties=1
+type NodeBootstrapStatus struct {
+	// phase is the join phase that runs, failed or finished last, as the
+	// node's agent names it (preflight, discovery, kubelet,
+	// node-registration, ..., complete).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Phase string `json:"phase,omitempty"`
+
+	// state is Running while a phase runs, Failed when it failed, Joined
+	// once the node joined.
+	// +optional
+	State NodeBootstrapState `json:"state,omitempty"`
+
+	// message is what the node said about the phase: why it failed, for
+	// a failure. Cut to 4096 characters.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Message string `json:"message,omitempty"`
+
+	// retryable tells, for a failure, whether the node runs its join
+	// again (the bootstrap stub reboots the VM for a failure that may
+	// pass, such as an expired token); false means a person must act.
+	// +optional
+	Retryable *bool `json:"retryable,omitempty"`
+
+	// lastUpdateTime is when the node wrote the report, by the node's
+	// clock.
+	// +optional
+	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty,omitzero"`
 }
 
 // +kubebuilder:object:root=true
@@ -164,8 +227,10 @@ type HybridMachineStatus struct {
 // +kubebuilder:printcolumn:name="Platform",type="string",JSONPath=".metadata.labels['infrastructure\\.capwin\\.io/platform']",description="vsphere or azure"
 // +kubebuilder:printcolumn:name="OS",type="string",JSONPath=".spec.os.type"
 // +kubebuilder:printcolumn:name="Release",type="string",JSONPath=".spec.os.windowsRelease",description="Windows Server release"
-// +kubebuilder:printcolumn:name="ProviderID",type="string",JSONPath=".spec.providerID"
+// +kubebuilder:printcolumn:name="ProviderID",type="string",JSONPath=".spec.providerID",priority=1
 // +kubebuilder:printcolumn:name="Operation",type="string",JSONPath=".status.operation.type",description="The platform operation in flight"
+// +kubebuilder:printcolumn:name="Join",type="string",JSONPath=".status.nodeBootstrap.phase",description="The join phase a Windows node reported last"
+// +kubebuilder:printcolumn:name="Join State",type="string",JSONPath=".status.nodeBootstrap.state",description="Running, Failed or Joined"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 
