@@ -7,7 +7,11 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/bootstrap/payload"
 	"github.com/capwin/capwin/test/sim"
 )
@@ -55,3 +59,69 @@ func TestCrashMidJoinResumes(t *testing.T) {
 
 const zeros = "0000000000000000000000000000000000000000000000000000000000000000"
 
+// TestTokenExpiredBeforeBootJoins: capwin's controllers are down while a
+// machine's VM boots, and its bootstrap token expires (the token cleaner
+// deletes it, the bootstrap signer drops its signature): the join fails in
+// a way that may pass and cloudbase-init reboots the machine. Once the
+// controllers are back, the bootstrap provider makes a new token, the
+// infrastructure provider writes the new user data into the VM, and the
+// node joins with it at a later boot, without a person.
+func TestTokenExpiredBeforeBootJoins(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	o := newCluster(t, 0)
+	s.Guests.SetBootDelay(2 * time.Second)
+	t.Cleanup(func() { s.Guests.SetBootDelay(bootDelay) })
+	scale(t, o, 1)
+	var vm string
+	g.Eventually(func(g Gomega) {
+		ms := windowsMachines(ctx, g, o)
+		g.Expect(ms).To(HaveLen(1))
+		vm = ms[0].Spec.InfrastructureRef.Name
+		hm := &infrav1.HybridMachine{}
+		g.Expect(s.Management.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: vm}, hm)).To(Succeed())
+		g.Expect(ptr.Deref(hm.Status.Initialization.Provisioned, false)).To(BeTrue(), "the VM runs")
+	}, wait, 100*time.Millisecond).Should(Succeed())
+	g.Expect(s.StopCapwin()).To(Succeed())
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = s.StartCapwin(ctx)
+		}
+	})
+	// Time passes: the token expires.
+	secrets := &corev1.SecretList{}
+	g.Expect(s.Workload.Client.List(ctx, secrets, client.InNamespace(metav1.NamespaceSystem))).To(Succeed())
+	var expired int
+	for i := range secrets.Items {
+		sec := &secrets.Items[i]
+		if sec.Type != "bootstrap.kubernetes.io/token" {
+			continue
+		}
+		sec.Data["expiration"] = []byte(time.Now().Add(-time.Minute).UTC().Format(time.RFC3339))
+		g.Expect(s.Workload.Client.Update(ctx, sec)).To(Succeed())
+		expired++
+	}
+	g.Expect(expired).To(BeNumerically(">", 0))
+	g.Eventually(func(g Gomega) {
+		g.Expect(s.Workload.Client.List(ctx, secrets, client.InNamespace(metav1.NamespaceSystem))).To(Succeed())
+		for _, sec := range secrets.Items {
+			g.Expect(sec.Type).NotTo(BeEquivalentTo("bootstrap.kubernetes.io/token"), "the token cleaner deletes expired tokens")
+		}
+	}, wait, 100*time.Millisecond).Should(Succeed())
+	g.Eventually(func() []int { return s.Guests.BootstrapRuns()[vm] }, wait, 100*time.Millisecond).Should(
+		ContainElement(payload.StubExitRebootAndRunAgain), "the join with the expired token failed and may pass")
+	g.Expect(s.StartCapwin(ctx)).To(Succeed())
+	restarted = true
+	ms := waitRunning(t, o, 1)
+	g.Expect(ms[0].Spec.InfrastructureRef.Name).To(Equal(vm), "the same machine joined, not a replacement")
+	// The kubelet registers the Node while the agent finishes its last
+	// phases.
+	g.Eventually(func(g Gomega) {
+		runs := s.Guests.BootstrapRuns()[vm]
+		g.Expect(runs).NotTo(BeEmpty())
+		g.Expect(runs[len(runs)-1]).To(Equal(payload.StubExitJoined))
+		g.Expect(runs[:len(runs)-1]).To(HaveEach(payload.StubExitRebootAndRunAgain), "every run before was rebooted to run again")
+	}, wait, 100*time.Millisecond).Should(Succeed())
+	noRejections(t)
+}

@@ -78,6 +78,9 @@ const (
 func (g *Guests) SetFault(f func(nodeName string) Fault) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if f == nil {
+		f = func(string) Fault { return NoFault }
+	}
 	g.fault = f
 }
 
