@@ -32,6 +32,7 @@ func TestWrongCAHashIsRefused(t *testing.T) {
 		ms := windowsMachines(ctx, g, o)
 		g.Expect(ms).To(HaveLen(1))
 		vm = ms[0].Spec.InfrastructureRef.Name
+		expectedRejections.Store(vm, true)
 		g.Expect(s.Guests.Rejected()).To(HaveKeyWithValue(vm, ContainSubstring("sha256:"+zeros)))
 	}, wait, 200*time.Millisecond).Should(Succeed())
 	g.Expect(s.Guests.BootstrapRuns()[vm]).To(Equal([]int{payload.StubExitFailed}), "a CA mismatch is not retried")
