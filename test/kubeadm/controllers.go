@@ -305,7 +305,7 @@ func kubeletClientCSR(req *x509.CertificateRequest, usages []certificatesv1.KeyU
 		return errors.New("subject alternative names are not allowed")
 	}
 	if !strings.HasPrefix(req.Subject.CommonName, "system:node:") || req.Subject.CommonName == "system:node:" {
-		return fmt.Errorf("common name %q does not start with system:node:", req.Subject.CommonName)
+		return fmt.Errorf("common name %q lacks the prefix system:node: of a node", req.Subject.CommonName)
 	}
 	if !slices.Contains(usages, certificatesv1.UsageClientAuth) {
 		return errors.New("usages do not include client auth")

@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"github.com/capwin/capwin/test/kubeadm"
 	"math/big"
 	"net"
 	"os"
@@ -28,6 +27,7 @@ import (
 	"github.com/capwin/capwin/bootstrap/payload"
 	"github.com/capwin/capwin/node-components/discovery"
 	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/test/kubeadm"
 )
 
 // discoveryUserAgent is the User-Agent of discovery's requests, as the

@@ -3,7 +3,6 @@ package nodeagent
 import (
 	"context"
 	"errors"
-	"github.com/capwin/capwin/test/kubeadm"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/capwin/capwin/node-components/discovery"
 	"github.com/capwin/capwin/node-components/layout"
+	"github.com/capwin/capwin/test/kubeadm"
 )
 
 // kubeletFiles writes what a joined Windows kubelet has: its client

@@ -62,13 +62,13 @@ type windowsGuest struct {
 type Fault int
 
 const (
-	// NoFault: the guest runs its user data as a real one would.
+	// NoFault means the guest runs its user data as a real one would.
 	NoFault Fault = iota
-	// WrongCAHash: the node configuration the stub writes pins a CA hash
+	// WrongCAHash means the node configuration the stub writes pins a CA hash
 	// that is not the cluster's, as a payload made for another cluster's
 	// CA would.
 	WrongCAHash
-	// CrashMidJoin: the machine loses power while the agent waits for its
+	// CrashMidJoin means the machine loses power while the agent waits for its
 	// Node (phase node-registration) on its first run, and boots again.
 	CrashMidJoin
 )

@@ -140,8 +140,8 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		}
 		api := env.ControlPlane.GetAPIServer()
 		api.CertDir = certDir
-		api.SecureServing.CA = opts.CA.CertPEM()
-		api.SecureServing.Authn = &caAuthn{ca: opts.CA}
+		api.CA = opts.CA.CertPEM()
+		api.Authn = &caAuthn{ca: opts.CA}
 	} else if len(opts.ServingIPs) > 0 {
 		return nil, errors.New("apiserver.Options.ServingIPs needs a CA")
 	}
