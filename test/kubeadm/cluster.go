@@ -134,6 +134,9 @@ type Options struct {
 	// Without them nothing signs cluster-info but SignClusterInfo, nothing
 	// deletes expired tokens and nothing approves or signs a CSR.
 	Controllers bool
+	// CSRControllers runs only the CSR approver and signer, for tests that
+	// sign cluster-info themselves (SignClusterInfo, RemoveSignatures).
+	CSRControllers bool
 	// Log receives the controllers' logs; discarded when unset.
 	Log logr.Logger
 	// ServingIPs are addresses, besides 127.0.0.1, that the API server's
@@ -234,8 +237,8 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	c.ClusterCA = ca
 	c.AuditLog = args["audit-log-path"]
-	if opts.Controllers {
-		if c.stopControllers, err = c.runControllers(ctx, opts.Log); err != nil {
+	if opts.Controllers || opts.CSRControllers {
+		if c.stopControllers, err = c.runControllers(ctx, opts.Log, opts.Controllers); err != nil {
 			_ = env.Stop()
 			return nil, err
 		}

@@ -50,8 +50,10 @@ const SigningDuration = 365 * 24 * time.Hour
 //     kubelet renewing its own, selfnodeclient), and leaves any other CSR
 //     alone;
 //   - the signer (pkg/controller/certificates/signer) issues approved
-//     kubelet client CSRs with the cluster's client CA.
-func (c *Cluster) runControllers(ctx context.Context, log logr.Logger) (func() error, error) {
+//     kubelet client CSRs with the cluster CA.
+//
+// Without tokens, only the last two run.
+func (c *Cluster) runControllers(ctx context.Context, log logr.Logger, tokens bool) (func() error, error) {
 	mgr, err := c.Env.NewManager(func(o *manager.Options) {
 		o.Logger = log
 		o.Cache.ByObject = map[client.Object]cache.ByObject{
@@ -73,18 +75,20 @@ func (c *Cluster) runControllers(ctx context.Context, log logr.Logger) (func() e
 		s, ok := o.(*corev1.Secret)
 		return ok && s.Type == bootstrapapi.SecretTypeBootstrapToken
 	})
-	err = errors.Join(
-		ctrl.NewControllerManagedBy(mgr).Named("bootstrapsigner").
-			For(&corev1.ConfigMap{}, builder.WithPredicates(isClusterInfo)).
-			Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(clusterInfo), builder.WithPredicates(isToken)).
-			Complete(&bootstrapSigner{c: c2}),
-		ctrl.NewControllerManagedBy(mgr).Named("tokencleaner").
-			For(&corev1.Secret{}, builder.WithPredicates(isToken)).
-			Complete(&tokenCleaner{c: c2}),
-		ctrl.NewControllerManagedBy(mgr).Named("csrapproving").
-			For(&certificatesv1.CertificateSigningRequest{}).
-			Complete(&csrController{c: c2, ca: c.ClusterCA}),
-	)
+	err = ctrl.NewControllerManagedBy(mgr).Named("csrapproving").
+		For(&certificatesv1.CertificateSigningRequest{}).
+		Complete(&csrController{c: c2, ca: c.ClusterCA})
+	if tokens {
+		err = errors.Join(err,
+			ctrl.NewControllerManagedBy(mgr).Named("bootstrapsigner").
+				For(&corev1.ConfigMap{}, builder.WithPredicates(isClusterInfo)).
+				Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(clusterInfo), builder.WithPredicates(isToken)).
+				Complete(&bootstrapSigner{c: c2}),
+			ctrl.NewControllerManagedBy(mgr).Named("tokencleaner").
+				For(&corev1.Secret{}, builder.WithPredicates(isToken)).
+				Complete(&tokenCleaner{c: c2}),
+		)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("setting up the controller manager's controllers: %w", err)
 	}

@@ -48,7 +48,7 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir) //nolint:errcheck // a temporary directory
 	start := time.Now()
-	if cluster, err = kubeadm.Start(context.Background(), kubeadm.Options{Dir: dir, Audit: true}); err != nil {
+	if cluster, err = kubeadm.Start(context.Background(), kubeadm.Options{Dir: dir, Audit: true, CSRControllers: true}); err != nil {
 		println("starting the kubeadm cluster:", err.Error())
 		return 1
 	}

@@ -2,13 +2,7 @@ package nodeagent
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -22,10 +16,6 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -44,10 +34,11 @@ import (
 //
 //   - it reads the bootstrap kubeconfig and, authenticated by the bootstrap
 //     token, posts a client CSR for system:node:<name>;
-//   - envtest has no controller manager to approve and sign it, so the test
-//     stands in for the CSR signer: it mints the certificate with the API
-//     server's client CA (envtest's AddUser) and the kubelet writes it and
-//     its kubeconfig as the real one does after its TLS bootstrap;
+//   - the cluster's CSR approver and signer (test/kubeadm) approve and sign
+//     it, and the kubelet writes the certificate and its kubeconfig as the
+//     real one does after its TLS bootstrap (kubeadm.KubeletTLSBootstrap;
+//     here within the service's start, where the real kubelet does it in
+//     the background);
 //   - with those credentials it registers its Node, with the labels of its
 //     --node-labels flag, the node.kubernetes.io/windows-build label of its
 //     host's build (the real kubelet's getOSSpecificLabels) and the taints
@@ -94,36 +85,13 @@ func (n *windowsNode) kubelet(ctx context.Context, h *sim.Host, spec host.Servic
 		if err != nil {
 			return fmt.Errorf("kubelet: no kubeconfig and no bootstrap kubeconfig: %w", err)
 		}
-		if err := n.tlsBootstrap(ctx, fsys, bootstrap, name); err != nil {
-			return err
+		csr, err := kubeadm.KubeletTLSBootstrap(ctx, fsys, bootstrap, flags["kubeconfig"], name)
+		if err != nil {
+			return fmt.Errorf("kubelet: %w", err)
 		}
+		n.csr = csr
 	}
-	kubeconfig, err := fsys.ReadFile(flags["kubeconfig"])
-	if err != nil {
-		return err
-	}
-	cfg, err := clientcmd.Load(kubeconfig)
-	if err != nil {
-		return err
-	}
-	// Resolve the Windows paths the kubeconfig names through the host.
-	for _, a := range cfg.AuthInfos {
-		if a.ClientCertificateData, err = fsys.ReadFile(a.ClientCertificate); err != nil {
-			return err
-		}
-		a.ClientKeyData, a.ClientCertificate, a.ClientKey = a.ClientCertificateData, "", ""
-	}
-	for _, c := range cfg.Clusters {
-		if c.CertificateAuthorityData, err = fsys.ReadFile(c.CertificateAuthority); err != nil {
-			return err
-		}
-		c.CertificateAuthority = ""
-	}
-	rc, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := kubeadm.KubeletClient(fsys, flags["kubeconfig"])
 	if err != nil {
 		return err
 	}
@@ -152,70 +120,6 @@ func (n *windowsNode) kubelet(ctx context.Context, h *sim.Host, spec host.Servic
 	node.Spec.Taints = kubeletConfig.RegisterWithTaints
 	_, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	return err
-}
-
-// tlsBootstrap posts the kubelet's client CSR with the bootstrap token, then
-// writes the certificate the test's stand-in signer issues, and kubelet.conf.
-func (n *windowsNode) tlsBootstrap(ctx context.Context, fsys host.FS, bootstrap []byte, name string) error {
-	rc, err := clientcmd.RESTConfigFromKubeConfig(bootstrap)
-	if err != nil {
-		return fmt.Errorf("kubelet: the bootstrap kubeconfig: %w", err)
-	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:" + name, Organization: []string{kubeadm.NodesGroup}}}, key)
-	if err != nil {
-		return err
-	}
-	csr, err := cs.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "csr-"},
-		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
-			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("kubelet: posting its client CSR with the bootstrap token: %w", err)
-	}
-	n.csr = csr
-	user, err := cluster.Env.AddUser("system:node:"+name, kubeadm.NodesGroup)
-	if err != nil {
-		return err
-	}
-	if err := fsys.WriteFile(layout.KubeletClientCert, certAndKey(user), true); err != nil {
-		return err
-	}
-	kubeconfig, err := kubeletKubeconfig(rc.Host)
-	if err != nil {
-		return err
-	}
-	return fsys.WriteFile(layout.KubeletKubeconfig, kubeconfig, true)
-}
-
-// certAndKey is a client certificate and its key in one PEM, as the kubelet
-// keeps them (kubelet-client-current.pem).
-func certAndKey(user *rest.Config) []byte {
-	return append(append([]byte{}, user.CertData...), user.KeyData...)
-}
-
-// kubeletKubeconfig is kubelet.conf as the kubelet writes it after its TLS
-// bootstrap: server, and the CA and client certificate by their Windows paths.
-func kubeletKubeconfig(server string) ([]byte, error) {
-	return clientcmd.Write(clientcmdapi.Config{
-		Clusters: map[string]*clientcmdapi.Cluster{"default-cluster": {Server: server, CertificateAuthority: layout.CACert}},
-		AuthInfos: map[string]*clientcmdapi.AuthInfo{"default-auth": {
-			ClientCertificate: layout.KubeletClientCert, ClientKey: layout.KubeletClientCert,
-		}},
-		Contexts:       map[string]*clientcmdapi.Context{"default-context": {Cluster: "default-cluster", AuthInfo: "default-auth"}},
-		CurrentContext: "default-context",
-	})
 }
 
 // flagValues reads --name=value flags from a service's command.

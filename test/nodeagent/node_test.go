@@ -33,10 +33,10 @@ func kubeletFiles(t *testing.T, nodeName string) (kubeconfig []byte, readFile fu
 		layout.KubeletClientCert: filepath.Join(dir, "kubelet-client-current.pem"),
 		layout.CACert:            filepath.Join(dir, "ca.crt"),
 	}
-	g.Expect(os.WriteFile(local[layout.KubeletClientCert], certAndKey(user), 0o600)).To(Succeed())
+	g.Expect(os.WriteFile(local[layout.KubeletClientCert], append(append([]byte{}, user.CertData...), user.KeyData...), 0o600)).To(Succeed())
 	g.Expect(os.WriteFile(local[layout.CACert], cluster.CA, 0o600)).To(Succeed())
 
-	kubeconfig, err = kubeletKubeconfig(cluster.Server)
+	kubeconfig, err = kubeadm.KubeletKubeconfig(cluster.Server)
 	g.Expect(err).NotTo(HaveOccurred())
 	reads = &atomic.Int32{}
 	readFile = func(p string) ([]byte, error) {

@@ -2,13 +2,7 @@ package sim
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -19,13 +13,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
 	"github.com/capwin/capwin/bootstrap/payload"
@@ -35,6 +25,7 @@ import (
 	nodesim "github.com/capwin/capwin/node-components/host/sim"
 	"github.com/capwin/capwin/node-components/layout"
 	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/test/kubeadm"
 )
 
 // How the simulated Windows node's agent waits. Discovery's timeout on an
@@ -281,110 +272,20 @@ func (g *Guests) runWindowsKubelet(ctx context.Context, gs *guest, h *nodesim.Ho
 	}, log)
 }
 
-// tlsBootstrap is the kubelet's client certificate: with kubelet.conf
-// there, the one it holds; otherwise it posts a client CSR for
-// system:node:<name> authenticated by the bootstrap kubeconfig, waits for
-// the controller manager to approve and sign it, and writes the
-// certificate and kubelet.conf as the kubelet does. It returns a client
-// with the node's own credentials.
+// tlsBootstrap is the kubelet's client: with kubelet.conf there, the
+// credentials it holds; otherwise those of its TLS bootstrap with the
+// bootstrap kubeconfig the agent wrote (kubeadm.KubeletTLSBootstrap).
 func tlsBootstrap(ctx context.Context, fsys host.FS, flags map[string]string, name string) (kubernetes.Interface, error) {
 	if ok, _ := fsys.Exists(flags["kubeconfig"]); !ok {
 		bootstrap, err := fsys.ReadFile(flags["bootstrap-kubeconfig"])
 		if err != nil {
 			return nil, fmt.Errorf("no kubeconfig and no bootstrap kubeconfig: %w", err)
 		}
-		if err := requestClientCert(ctx, fsys, bootstrap, flags["kubeconfig"], name); err != nil {
+		if _, err := kubeadm.KubeletTLSBootstrap(ctx, fsys, bootstrap, flags["kubeconfig"], name); err != nil {
 			return nil, err
 		}
 	}
-	kubeconfig, err := fsys.ReadFile(flags["kubeconfig"])
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := clientcmd.Load(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	// Resolve the Windows paths the kubeconfig names through the host.
-	for _, a := range cfg.AuthInfos {
-		if a.ClientCertificateData, err = fsys.ReadFile(a.ClientCertificate); err != nil {
-			return nil, err
-		}
-		a.ClientKeyData, a.ClientCertificate, a.ClientKey = a.ClientCertificateData, "", ""
-	}
-	for _, c := range cfg.Clusters {
-		if c.CertificateAuthorityData, err = fsys.ReadFile(c.CertificateAuthority); err != nil {
-			return nil, err
-		}
-		c.CertificateAuthority = ""
-	}
-	rc, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
-	if err != nil {
-		return nil, err
-	}
-	return kubernetes.NewForConfig(rc)
-}
-
-func requestClientCert(ctx context.Context, fsys host.FS, bootstrap []byte, kubeconfigPath, name string) error {
-	rc, err := clientcmd.RESTConfigFromKubeConfig(bootstrap)
-	if err != nil {
-		return fmt.Errorf("the bootstrap kubeconfig: %w", err)
-	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:" + name, Organization: []string{"system:nodes"}}}, key)
-	if err != nil {
-		return err
-	}
-	csr, err := cs.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "csr-"},
-		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
-			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("posting its client CSR with the bootstrap token: %w", err)
-	}
-	var cert []byte
-	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		c, err := cs.CertificatesV1().CertificateSigningRequests().Get(ctx, csr.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil //nolint:nilerr // the kubelet keeps waiting
-		}
-		cert = c.Status.Certificate
-		return len(cert) > 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for CSR %s to be signed: %w", csr.Name, err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return err
-	}
-	pair := append(append([]byte{}, cert...), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})...)
-	if err := fsys.WriteFile(layout.KubeletClientCert, pair, true); err != nil {
-		return err
-	}
-	kubeconfig, err := clientcmd.Write(clientcmdapi.Config{
-		Clusters: map[string]*clientcmdapi.Cluster{"default-cluster": {Server: rc.Host, CertificateAuthority: layout.CACert}},
-		AuthInfos: map[string]*clientcmdapi.AuthInfo{"default-auth": {
-			ClientCertificate: layout.KubeletClientCert, ClientKey: layout.KubeletClientCert,
-		}},
-		Contexts:       map[string]*clientcmdapi.Context{"default-context": {Cluster: "default-cluster", AuthInfo: "default-auth"}},
-		CurrentContext: "default-context",
-	})
-	if err != nil {
-		return err
-	}
-	return fsys.WriteFile(kubeconfigPath, kubeconfig, true)
+	return kubeadm.KubeletClient(fsys, flags["kubeconfig"])
 }
 
 // linuxKubeletClient is the credentials kubeadm gives a Linux node's
