@@ -169,46 +169,19 @@ func (s *Session) writeUserData(ctx context.Context, m Machine) (string, error) 
 	if len(m.UserData) == 0 {
 		return "", fmt.Errorf("%w: no user data to write to the VM of %s", platform.ErrInvalid, m.Name)
 	}
-	if m.Op.Type == infrav1.MachineOperationWriteBootstrapData {
-		st, err := s.checkTask(ctx, m.Op)
-		if err != nil || !st.Op.IsZero() {
-			return st.Op.ID, err
-		}
-	}
-	dc, err := s.datacenter(ctx, m.Datacenter)
-	if err != nil {
-		return "", err
-	}
-	vm, err := s.findVM(ctx, dc, m)
-	if err != nil || vm == nil {
-		return "", err
-	}
 	values, err := userDataValues(m.UserData)
 	if err != nil {
 		return "", err
 	}
-	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{ExtraConfig: values})
-	if err != nil {
-		return "", fmt.Errorf("writing the user data of VM %s: %w", vm.Reference().Value, err)
-	}
-	return task.Reference().Value, nil
+	return s.reconfigureUserData(ctx, m, infrav1.MachineOperationWriteBootstrapData, values, "writing")
 }
 
-// ClearUserData removes guestinfo.userdata from the VM once the node has
-// joined: the bootstrap token in it must not stay readable to anyone with
-// read access to the VM.
-func (s *Session) ClearUserData(ctx context.Context, m Machine) (infrav1.MachineOperation, error) {
-	task, err := retryStale(s, m, func() (string, error) { return s.clearUserData(ctx, m) })
-	if task == "" {
-		return infrav1.MachineOperation{}, err
-	}
-	return infrav1.MachineOperation{Type: infrav1.MachineOperationClearBootstrapData, ID: task}, err
-}
-
-func (s *Session) clearUserData(ctx context.Context, m Machine) (string, error) {
-	// The reconfigure recorded last is looked at first: one still running
-	// is waited for, not doubled; one that failed says why.
-	if m.Op.Type == infrav1.MachineOperationClearBootstrapData {
+// reconfigureUserData sets the VM's guestinfo.userdata keys to values with
+// a reconfigure task, and returns the task. The task of that kind recorded
+// last is looked at first: one still running is waited for, not doubled;
+// one that failed says why.
+func (s *Session) reconfigureUserData(ctx context.Context, m Machine, op infrav1.MachineOperationType, values []types.BaseOptionValue, doing string) (string, error) {
+	if m.Op.Type == op {
 		st, err := s.checkTask(ctx, m.Op)
 		if err != nil {
 			return "", err
@@ -225,15 +198,30 @@ func (s *Session) clearUserData(ctx context.Context, m Machine) (string, error) 
 	if err != nil || vm == nil {
 		return "", err
 	}
-	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{
+	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{ExtraConfig: values})
+	if err != nil {
+		return "", fmt.Errorf("%s the user data of VM %s: %w", doing, vm.Reference().Value, err)
+	}
+	return task.Reference().Value, nil
+}
+
+// ClearUserData removes guestinfo.userdata from the VM once the node has
+// joined: the bootstrap token in it must not stay readable to anyone with
+// read access to the VM.
+func (s *Session) ClearUserData(ctx context.Context, m Machine) (infrav1.MachineOperation, error) {
+	task, err := retryStale(s, m, func() (string, error) { return s.clearUserData(ctx, m) })
+	if task == "" {
+		return infrav1.MachineOperation{}, err
+	}
+	return infrav1.MachineOperation{Type: infrav1.MachineOperationClearBootstrapData, ID: task}, err
+}
+
+func (s *Session) clearUserData(ctx context.Context, m Machine) (string, error) {
+	// Whether it worked is seen through UserDataCleared on a later reconcile.
+	return s.reconfigureUserData(ctx, m, infrav1.MachineOperationClearBootstrapData, []types.BaseOptionValue{
 		&types.OptionValue{Key: "guestinfo.userdata", Value: ""},
 		&types.OptionValue{Key: "guestinfo.userdata.encoding", Value: ""},
-	}})
-	if err != nil {
-		return "", fmt.Errorf("clearing the user data of VM %s: %w", vm.Reference().Value, err)
-	}
-	// Whether it worked is seen through UserDataCleared on a later reconcile.
-	return task.Reference().Value, nil
+	}, "clearing")
 }
 
 // UserDataCleared reports whether the VM no longer carries user data.
