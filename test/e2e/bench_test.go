@@ -19,7 +19,7 @@ import (
 // own) and the process's peak RSS.
 func BenchmarkScaleWindows0To50(b *testing.B) {
 	s.Guests.SetBootDelay(0)
-	defer s.Guests.SetBootDelay(200 * time.Millisecond)
+	defer s.Guests.SetBootDelay(bootDelay)
 	var peakHeap uint64
 	for b.Loop() {
 		b.StopTimer()
@@ -37,7 +37,43 @@ func BenchmarkScaleWindows0To50(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(peakHeap)/(1<<20), "peak-heap-MiB")
-	b.ReportMetric(float64(peakRSS())/(1<<10), "peak-RSS-MiB")
+	b.ReportMetric(float64(peakRSS("self"))/(1<<10), "peak-RSS-MiB")
+	apiservers, etcds := childrenPeakRSS("kube-apiserver"), childrenPeakRSS("etcd")
+	b.ReportMetric(float64(apiservers)/(1<<10), "apiservers-peak-RSS-MiB")
+	b.ReportMetric(float64(etcds)/(1<<10), "etcds-peak-RSS-MiB")
+}
+
+// childrenPeakRSS sums the VmHWM, in KiB, of this process's children named
+// comm: the management and workload clusters' kube-apiservers and etcds,
+// which envtest runs as child processes.
+func childrenPeakRSS(comm string) int {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	self := strconv.Itoa(os.Getpid())
+	var sum int
+	for _, d := range dirs {
+		pid := d.Name()
+		if _, err := strconv.Atoi(pid); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		open, close := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
+		if open < 0 || close < open {
+			continue
+		}
+		fields := strings.Fields(string(stat)[close+1:])
+		if string(stat)[open+1:close] != comm || len(fields) < 2 || fields[1] != self {
+			continue
+		}
+		sum += peakRSS(pid)
+	}
+	return sum
 }
 
 // sampleHeap records the largest HeapInuse seen every 50 ms until stop.
@@ -61,9 +97,9 @@ func sampleHeap(peak *uint64) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
-// peakRSS is this process's VmHWM in KiB.
-func peakRSS() int {
-	f, err := os.Open("/proc/self/status")
+// peakRSS is the VmHWM of process pid ("self": this one) in KiB.
+func peakRSS(pid string) int {
+	f, err := os.Open("/proc/" + pid + "/status")
 	if err != nil {
 		return 0
 	}
