@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/capwin/capwin/node-components/layout"
+	"github.com/capwin/capwin/node-components/render"
 	"github.com/capwin/capwin/node-components/nodeconfig"
 )
 
@@ -161,5 +162,52 @@ func TestPreflightFailureNotReportedWhenDiscoveryFails(t *testing.T) {
 	}
 	if !strings.Contains(n.log.String(), "not reported to the cluster") {
 		t.Errorf("the log does not say the failure went unreported:\n%s", n.log.String())
+	}
+}
+
+// TestFailedDiscoveryIsNotRunAgainToReport: discovery that failed is the
+// channel that failed; it is not run a second time to report itself.
+func TestFailedDiscoveryIsNotRunAgainToReport(t *testing.T) {
+	if beforeDiscovery(PhaseDiscovery) || !beforeDiscovery(PhasePreflight) || !beforeDiscovery(PhaseHNS) || beforeDiscovery(PhaseKubelet) {
+		t.Fatalf("beforeDiscovery: discovery %v, preflight %v, hns-network %v, kubelet %v; want false, true, true, false",
+			beforeDiscovery(PhaseDiscovery), beforeDiscovery(PhasePreflight), beforeDiscovery(PhaseHNS), beforeDiscovery(PhaseKubelet))
+	}
+	n := newNode(t, withProgressConfigMap)
+	n.cp.discoverFn = func() error { return errors.New("the API server did not answer") }
+	rec := &clusterRecorder{}
+	if err := n.reportingAgent(rec).Join(context.Background(), layout.NodeConfig); err == nil {
+		t.Fatal("the join passed with a failing discovery")
+	}
+	if n.cp.discovers != 1 {
+		t.Errorf("discovery ran %d times, want once", n.cp.discovers)
+	}
+}
+
+// TestStaleBootstrapKubeconfigIsNotUsedToReport: a bootstrap kubeconfig
+// that an earlier run wrote with a token since replaced does not carry
+// this run's reports.
+func TestStaleBootstrapKubeconfigIsNotUsedToReport(t *testing.T) {
+	n := newNode(t, withProgressConfigMap)
+	old, err := render.BootstrapKubeconfig("https://10.0.0.100:6443", []byte("ca"), "zyxwvu.9876543210zyxwvu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Data == nil || strings.Contains(string(old.Data), testToken) {
+		t.Fatal("the old kubeconfig must carry another token")
+	}
+	if err := n.host.FS().WriteFile(layout.BootstrapKubeconfig, old.Data, true); err != nil {
+		t.Fatal(err)
+	}
+	rec := &clusterRecorder{}
+	if err := n.reportingAgent(rec).Join(context.Background(), layout.NodeConfig); err != nil {
+		t.Fatal(err)
+	}
+	for i, kc := range rec.kubeconfigs {
+		if !strings.Contains(string(kc), testToken) {
+			t.Errorf("reporter %d was made with another token's kubeconfig", i)
+		}
+	}
+	if len(rec.kubeconfigs) == 0 {
+		t.Error("nothing reported to the cluster")
 	}
 }

@@ -200,6 +200,11 @@ func (j *join) reportAll(ctx context.Context, p Progress) {
 	}
 	if j.cluster == nil {
 		kc, err := j.Host.FS().ReadFile(layout.BootstrapKubeconfig)
+		if err == nil && !bytes.Contains(kc, []byte(j.cfg.Join.Token)) {
+			// Written by a run with another token, since replaced:
+			// discovery writes this configuration's.
+			err = fs.ErrNotExist
+		}
 		switch {
 		case err == nil:
 		case p.State == ProgressFailed && beforeDiscovery(p.Phase):
@@ -222,14 +227,15 @@ func (j *join) reportAll(ctx context.Context, p Progress) {
 	}
 }
 
-// beforeDiscovery reports whether phase comes before the discovery phase.
+// beforeDiscovery reports whether phase comes before the discovery phase
+// (a failed discovery is not run again only to report itself).
 func beforeDiscovery(phase string) bool {
 	for _, p := range joinPhases {
 		switch p.name {
-		case phase:
-			return true
 		case PhaseDiscovery:
 			return false
+		case phase:
+			return true
 		}
 	}
 	return false
