@@ -24,8 +24,8 @@ import (
 const maxReportMessage = 4096
 
 // waitingForReportMessage says where a join that never reported failed.
-const waitingForReportMessage = "Waiting for the node's first report: a node reports after discovery proves the control plane; " +
-	`earlier failures are on the node (capwin-node status, C:\ProgramData\capwin\bootstrap.log)`
+const waitingForReportMessage = "Waiting for the node's first report: a node reports only to a control plane discovery proved; " +
+	`a bad token, an unsigned cluster-info or an unreadable configuration shows only on the node (capwin-node status, C:\ProgramData\capwin\bootstrap.log)`
 
 // phaseName is the form of an agent's phase names (node-registration).
 var phaseName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -85,9 +85,9 @@ func nodeJoined(nodeRef bool, report infrav1.NodeBootstrapStatus, unreadable str
 	case unreadable != "":
 		return unknown(infrav1.HybridMachineNodeJoinedInvalidReportReason, "The node's progress report cannot be used: "+unreadable)
 	case report.State == infrav1.NodeBootstrapFailed:
-		retry := "the node runs the join again"
+		retry := "may pass: the bootstrap stub reboots the VM to run the join again, up to its attempt limit"
 		if !ptr.Deref(report.Retryable, false) {
-			retry = "not retried: the cause must be fixed and the Machine replaced"
+			retry = "will not pass by itself: fix the cause, then run capwin-node join on the node or delete the Machine"
 		}
 		return notYet(failedReason(report.Phase), fmt.Sprintf("Phase %s failed (%s): %s", report.Phase, retry, report.Message))
 	case report.State == infrav1.NodeBootstrapRunning:

@@ -78,8 +78,8 @@ func TestNodeJoined(t *testing.T) {
 	}{
 		{"no report yet", false, infrav1.NodeBootstrapStatus{}, "", metav1.ConditionUnknown, infrav1.HybridMachineNodeJoinedWaitingForReportReason, `C:\ProgramData\capwin\bootstrap.log`},
 		{"running", false, running, "", metav1.ConditionUnknown, infrav1.HybridMachineNodeJoinedJoiningReason, "Phase kubelet runs: starting the kubelet"},
-		{"failed for good", false, failed, "", metav1.ConditionFalse, "NodeRegistrationFailed", "Phase node-registration failed (not retried: the cause must be fixed and the Machine replaced): forbidden label"},
-		{"failed, retried", false, retried, "", metav1.ConditionFalse, "DiscoveryFailed", "(the node runs the join again): token expired"},
+		{"failed for good", false, failed, "", metav1.ConditionFalse, "NodeRegistrationFailed", "Phase node-registration failed (will not pass by itself: fix the cause, then run capwin-node join on the node or delete the Machine): forbidden label"},
+		{"failed, retried", false, retried, "", metav1.ConditionFalse, "DiscoveryFailed", "(may pass: the bootstrap stub reboots the VM to run the join again, up to its attempt limit): token expired"},
 		{"joined by report", false, infrav1.NodeBootstrapStatus{Phase: "complete", State: infrav1.NodeBootstrapJoined}, "", metav1.ConditionTrue, infrav1.HybridMachineNodeJoinedReason, ""},
 		{"nodeRef without report", true, infrav1.NodeBootstrapStatus{}, "", metav1.ConditionTrue, infrav1.HybridMachineNodeJoinedReason, ""},
 		{"nodeRef after a failure", true, failed, "", metav1.ConditionTrue, infrav1.HybridMachineNodeJoinedReason, ""},

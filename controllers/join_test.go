@@ -113,7 +113,7 @@ func TestJoinProgressReachesHybridMachine(t *testing.T) {
 		c := condOf(g, ns, "join1", infrav1.HybridMachineNodeJoinedCondition)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal("NodeRegistrationFailed"))
-		g.Expect(c.Message).To(And(ContainSubstring("the API server refused the label"), ContainSubstring("not retried")))
+		g.Expect(c.Message).To(And(ContainSubstring("the API server refused the label"), ContainSubstring("will not pass by itself")))
 		ready := condOf(g, ns, "join1", infrav1.HybridMachineReadyCondition)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(ready.Message).To(ContainSubstring("the API server refused the label"))

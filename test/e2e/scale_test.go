@@ -109,7 +109,8 @@ func TestScaleWindowsZeroToFiveToZero(t *testing.T) {
 	// A joined Windows node's own identity, with which capwin-node runs
 	// kube-proxy and flanneld, may make the requests only RBAC grants a
 	// node (docs/node-identity.md): the workload API server authorizes
-	// with RBAC alone, and the bindings came from the ClusterResourceSets.
+	// with Node,RBAC as kubeadm's does, and the bindings came from the
+	// ClusterResourceSets.
 	cfg := rest.CopyConfig(s.Workload.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + nodes[0], Groups: []string{"system:nodes", "system:authenticated"}}
 	asNode, err := client.New(cfg, client.Options{})

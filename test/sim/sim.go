@@ -2,12 +2,15 @@
 // with simulators in place of the data centre: an envtest management API
 // server with capwin's and Cluster API's CRDs and webhooks, the real Cluster
 // API core reconcilers and webhooks, capwin's controllers (as capwin-manager
-// runs them), govmomi's vcsim as the vCenter, a second envtest API server as
-// the workload cluster, a guest simulator that plays each VM's operating
-// system (it reads the VM's user data, checks it as a node would, reports
-// to vCenter as VMware Tools does and registers the Node as its kubelet
-// would), and the workload cluster's vSphere cloud controller manager,
-// which gives each Node its provider ID.
+// runs them), govmomi's vcsim as the vCenter, a second API server as the
+// workload cluster, set up as kubeadm leaves one and with the controller
+// manager's controllers a join needs (test/kubeadm), a guest simulator that
+// plays each VM's operating system (it reads the VM's metadata and user data
+// as cloudbase-init or cloud-init would, reports to vCenter as VMware Tools
+// does, and on Windows runs capwin-node's real join, whose simulated
+// kubelet registers the Node with its own credentials), and the workload
+// cluster's vSphere cloud controller manager, which gives each Node its
+// provider ID.
 //
 // `capwin dev` and the end-to-end tests (test/e2e) run on it.
 package sim

@@ -118,8 +118,8 @@ const (
 	// phase that runs (Unknown); the message names it.
 	HybridMachineNodeJoinedJoiningReason = "Joining"
 	// HybridMachineNodeJoinedWaitingForReportReason means no report came
-	// from the node yet (Unknown): a node reports only after discovery
-	// proved the control plane.
+	// from the node yet (Unknown): a node reports only over a control plane
+	// that discovery proved.
 	HybridMachineNodeJoinedWaitingForReportReason = "WaitingForReport"
 	// HybridMachineNodeJoinedInvalidReportReason means the node's report
 	// could not be read (Unknown); the message says why.

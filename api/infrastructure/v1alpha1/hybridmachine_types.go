@@ -154,8 +154,11 @@ type HybridMachineStatus struct {
 	// nodeBootstrap is the join of a Windows machine's node as the node's
 	// agent last reported it, read from the workload cluster while the node
 	// joins. Empty on Linux machines, and until the first report arrives:
-	// a node reports only after discovery has proved the control plane,
-	// so earlier failures are seen on the node (capwin-node status,
+	// a node reports after discovery has proved the control plane (a failure
+	// before it, such as preflight's, after a read-only discovery; a CA
+	// mismatch under a valid token signature over the signed CA), so a
+	// bad token, an unsigned cluster-info or a configuration that does not
+	// parse is seen only on the node (capwin-node status,
 	// C:\ProgramData\capwin\bootstrap.log).
 	// +optional
 	NodeBootstrap NodeBootstrapStatus `json:"nodeBootstrap,omitempty,omitzero"`
@@ -200,15 +203,16 @@ type NodeBootstrapStatus struct {
 	State NodeBootstrapState `json:"state,omitempty"`
 
 	// message is what the node said about the phase: why it failed, for
-	// a failure. Cut to 4096 characters.
+	// a failure. Cut to 4096 bytes.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	Message string `json:"message,omitempty"`
 
-	// retryable tells, for a failure, whether the node runs its join
-	// again (the bootstrap stub reboots the VM for a failure that may
-	// pass, such as an expired token); false means a person must act.
+	// retryable tells, for a failure, whether running the join again may
+	// succeed (an expired token, an API server that did not answer): the
+	// bootstrap stub then reboots the VM to run it again, up to its
+	// attempt limit. False: it will not pass by itself.
 	// +optional
 	Retryable *bool `json:"retryable,omitempty"`
 
