@@ -32,15 +32,19 @@ func (r *HybridMachineReconciler) waitForNodeReport(_ context.Context, s *machin
 
 // readNodeProgress reads a joining Windows node's report into
 // status.nodeBootstrap and NodeJoined, and looks again every progressPoll
-// until the node reported Joined or the Machine has a nodeRef. A workload
-// cluster that cannot be reached, or no report yet, leaves the last one
-// as it is: neither fails the reconcile.
+// until the node reported Joined. Once the Machine has a nodeRef the
+// kubelet has registered while the agent still runs its last phases: the
+// report is read on while it says a phase runs and is recent (the agent's
+// waits end within its node timeout), so the status ends with the join's
+// outcome rather than the phase the Node appeared in. A workload cluster
+// that cannot be reached, or no report yet, leaves the last one as it is:
+// neither fails the reconcile.
 func (r *HybridMachineReconciler) readNodeProgress(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
 	if s.hm.Spec.OS.Type != infrav1.OSWindows {
 		return ctrl.Result{}, true, nil
 	}
 	nodeRef := s.machine.Status.NodeRef.IsDefined()
-	if nodeRef || s.hm.Status.NodeBootstrap.State == infrav1.NodeBootstrapJoined {
+	if s.hm.Status.NodeBootstrap.State == infrav1.NodeBootstrapJoined || (nodeRef && !stillRunning(s.hm.Status.NodeBootstrap, time.Now())) {
 		setNodeJoined(s.hm, nodeJoined(nodeRef, s.hm.Status.NodeBootstrap, ""))
 		return ctrl.Result{}, true, nil
 	}
@@ -54,11 +58,22 @@ func (r *HybridMachineReconciler) readNodeProgress(ctx context.Context, s *machi
 			s.hm.Status.NodeBootstrap = st
 		}
 	}
-	setNodeJoined(s.hm, nodeJoined(false, s.hm.Status.NodeBootstrap, unreadable))
-	if s.hm.Status.NodeBootstrap.State == infrav1.NodeBootstrapJoined {
+	setNodeJoined(s.hm, nodeJoined(nodeRef, s.hm.Status.NodeBootstrap, unreadable))
+	if s.hm.Status.NodeBootstrap.State == infrav1.NodeBootstrapJoined || (nodeRef && !stillRunning(s.hm.Status.NodeBootstrap, time.Now())) {
 		return ctrl.Result{}, true, nil
 	}
 	return ctrl.Result{RequeueAfter: progressPoll}, true, nil
+}
+
+// agentNodeTimeout is how long a node's agent waits for the kubelet and the
+// pod network at most (its DefaultNodeTimeout): a Running report older
+// than that will not change.
+const agentNodeTimeout = 10 * time.Minute
+
+// stillRunning is whether a report says a phase runs and was written
+// within agentNodeTimeout of now.
+func stillRunning(st infrav1.NodeBootstrapStatus, now time.Time) bool {
+	return st.State == infrav1.NodeBootstrapRunning && !st.LastUpdateTime.IsZero() && now.Sub(st.LastUpdateTime.Time) < agentNodeTimeout
 }
 
 // progressReport reads the node's report from the ConfigMap named after

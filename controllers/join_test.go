@@ -281,3 +281,35 @@ func linuxMachine(t testing.TB, ns, name string) {
 	g.Expect(env.Client.Create(t.Context(), m)).To(Succeed())
 	g.Expect(env.Client.Create(t.Context(), builder.WindowsVSphereMachine(ns, name).Linux().WithOwner(m).Build())).To(Succeed())
 }
+
+// TestReportAfterNodeRefEndsWithTheJoin: the kubelet registers its Node
+// (and the Machine gets its nodeRef) while the agent still runs its last
+// phases; the report is read on until it says Joined, so the status does
+// not stay at the phase the Node appeared in.
+func TestReportAfterNodeRefEndsWithTheJoin(t *testing.T) {
+	g := NewWithT(t)
+	v := vspheresim.StartT(t)
+	ns, disconnect := joiningCluster(t, v)
+	defer disconnect()
+	machine(t, ns, "join2", "DC0_H0_VM0")
+	g.Eventually(func(g Gomega) {
+		g.Expect(getHM(g, ns, "join2").Status.Initialization.Provisioned).To(Equal(ptr.To(true)))
+	}, eventually).Should(Succeed())
+	report(t, "join2", agent.Progress{Phase: agent.PhaseNodeRegistration, State: agent.ProgressRunning, Time: time.Now()})
+	g.Eventually(func(g Gomega) {
+		g.Expect(getHM(g, ns, "join2").Status.NodeBootstrap.Phase).To(Equal(agent.PhaseNodeRegistration))
+	}, eventually).Should(Succeed())
+	m := &clusterv1.Machine{}
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "join2"}, m)).To(Succeed())
+	m.Status.NodeRef = clusterv1.MachineNodeReference{Name: "join2"}
+	g.Expect(env.Client.Status().Update(t.Context(), m)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(conditions.IsTrue(getHM(g, ns, "join2"), infrav1.HybridMachineNodeJoinedCondition)).To(BeTrue())
+	}, eventually).Should(Succeed())
+	report(t, "join2", agent.Progress{Phase: agent.PhaseComplete, State: agent.ProgressJoined, Time: time.Now()})
+	g.Eventually(func(g Gomega) {
+		hm := getHM(g, ns, "join2")
+		g.Expect(hm.Status.NodeBootstrap.State).To(Equal(infrav1.NodeBootstrapJoined))
+		g.Expect(hm.Status.NodeBootstrap.Phase).To(Equal(agent.PhaseComplete))
+	}, eventually).Should(Succeed())
+}
