@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +13,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/bootstrap/payload"
 	"github.com/capwin/capwin/test/sim"
@@ -44,16 +49,18 @@ func TestCrashMidJoinResumes(t *testing.T) {
 	vm := ms[0].Spec.InfrastructureRef.Name
 	g.Eventually(func() []int { return s.Guests.BootstrapRuns()[vm] }, wait, 200*time.Millisecond).Should(
 		Equal([]int{sim.StubCrashed, payload.StubExitJoined}), "a run cut short, then one that joined")
+	// The cluster's Windows Nodes (their names start with the cluster's):
+	// the one the crashed run's kubelet registered is the one that joined.
 	nodes := &corev1.NodeList{}
-	g.Expect(s.Workload.Client.List(ctx, nodes)).To(Succeed())
-	var named int
+	g.Expect(s.Workload.Client.List(ctx, nodes, client.MatchingLabels{corev1.LabelOSStable: "windows"})).To(Succeed())
+	var names []string
 	for _, n := range nodes.Items {
-		if n.Name == ms[0].Status.NodeRef.Name {
-			named++
+		if strings.HasPrefix(n.Name, o.Name+"-") {
+			names = append(names, n.Name)
 			g.Expect(n.Status.Conditions).To(ContainElement(And(HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue))))
 		}
 	}
-	g.Expect(named).To(Equal(1))
+	g.Expect(names).To(ConsistOf(ms[0].Status.NodeRef.Name))
 	noRejections(t)
 }
 
@@ -70,19 +77,29 @@ func TestTokenExpiredBeforeBootJoins(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	o := newCluster(t, 0)
+	// The first run cannot reach the API server, so that no run joins with
+	// the first token before it expires; the runs after it are 5 s apart,
+	// time enough for the controllers to come back within the stub's
+	// attempts.
+	s.Guests.SetAPIServerUnreachable(func(string) int { return 1 })
 	s.Guests.SetBootDelay(2 * time.Second)
-	t.Cleanup(func() { s.Guests.SetBootDelay(bootDelay) })
+	t.Cleanup(func() {
+		s.Guests.SetAPIServerUnreachable(nil)
+		s.Guests.SetBootDelay(bootDelay)
+	})
 	scale(t, o, 1)
-	var vm string
+	var vm, firstToken string
 	g.Eventually(func(g Gomega) {
 		ms := windowsMachines(ctx, g, o)
 		g.Expect(ms).To(HaveLen(1))
 		vm = ms[0].Spec.InfrastructureRef.Name
+		firstToken = tokenID(ctx, g, o, &ms[0])
 		hm := &infrav1.HybridMachine{}
 		g.Expect(s.Management.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: vm}, hm)).To(Succeed())
 		g.Expect(ptr.Deref(hm.Status.Initialization.Provisioned, false)).To(BeTrue(), "the VM runs")
 	}, wait, 100*time.Millisecond).Should(Succeed())
 	g.Expect(s.StopCapwin()).To(Succeed())
+	s.Guests.SetBootDelay(5 * time.Second)
 	restarted := false
 	t.Cleanup(func() {
 		if !restarted {
@@ -115,6 +132,7 @@ func TestTokenExpiredBeforeBootJoins(t *testing.T) {
 	restarted = true
 	ms := waitRunning(t, o, 1)
 	g.Expect(ms[0].Spec.InfrastructureRef.Name).To(Equal(vm), "the same machine joined, not a replacement")
+	g.Expect(tokenID(ctx, g, o, &ms[0])).NotTo(Equal(firstToken), "its bootstrap data carries a new token")
 	// The kubelet registers the Node while the agent finishes its last
 	// phases.
 	g.Eventually(func(g Gomega) {
@@ -124,4 +142,14 @@ func TestTokenExpiredBeforeBootJoins(t *testing.T) {
 		g.Expect(runs[:len(runs)-1]).To(HaveEach(payload.StubExitRebootAndRunAgain), "every run before was rebooted to run again")
 	}, wait, 100*time.Millisecond).Should(Succeed())
 	noRejections(t)
+}
+
+// tokenID is the ID of the bootstrap token in the Machine's bootstrap data.
+func tokenID(ctx context.Context, g Gomega, o sim.ClusterOptions, m *clusterv1.Machine) string {
+	g.Expect(m.Spec.Bootstrap.DataSecretName).NotTo(BeNil())
+	sec := &corev1.Secret{}
+	g.Expect(s.Management.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: *m.Spec.Bootstrap.DataSecretName}, sec)).To(Succeed())
+	id := sec.Annotations[bootstrapv1.TokenIDAnnotation]
+	g.Expect(id).NotTo(BeEmpty())
+	return id
 }

@@ -365,6 +365,16 @@ func NewToken() Token {
 // the signature of a token that expired after it was signed stays until
 // the signer runs again; CreateToken signs regardless, which is that case.
 func (c *Cluster) CreateToken(ctx context.Context, ttl time.Duration, extraGroups ...string) (Token, error) {
+	t, err := c.StoreToken(ctx, ttl, extraGroups...)
+	if err != nil {
+		return Token{}, err
+	}
+	return t, c.SignClusterInfo(ctx)
+}
+
+// StoreToken stores a new join token as CreateToken does, without signing
+// cluster-info for it: that is left to the bootstrap signer, if it runs.
+func (c *Cluster) StoreToken(ctx context.Context, ttl time.Duration, extraGroups ...string) (Token, error) {
 	t := NewToken()
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: bootstraputil.BootstrapTokenSecretName(t.ID), Namespace: metav1.NamespaceSystem},
@@ -382,7 +392,7 @@ func (c *Cluster) CreateToken(ctx context.Context, ttl time.Duration, extraGroup
 	if err := c.Env.Client.Create(ctx, s); err != nil {
 		return Token{}, fmt.Errorf("creating bootstrap token %s: %w", t.ID, err)
 	}
-	return t, c.SignClusterInfo(ctx)
+	return t, nil
 }
 
 // Join is the join section a node configuration carries for t.

@@ -52,9 +52,11 @@ func clusterInfo(g Gomega) map[string]string {
 func TestBootstrapSignerAndTokenCleaner(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	tok, err := cluster.CreateToken(ctx, 3*time.Second)
+	tok, err := cluster.StoreToken(ctx, 3*time.Second)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(clusterInfo(g)).To(HaveKey(bootstrapapi.JWSSignatureKeyPrefix + tok.ID))
+	g.Eventually(func(g Gomega) {
+		g.Expect(clusterInfo(g)).To(HaveKey(bootstrapapi.JWSSignatureKeyPrefix + tok.ID))
+	}, 2*time.Second, 100*time.Millisecond).Should(Succeed(), "the bootstrap signer signs for the new token")
 	g.Eventually(func(g Gomega) {
 		g.Expect(clusterInfo(g)).NotTo(HaveKey(bootstrapapi.JWSSignatureKeyPrefix + tok.ID))
 		err := cluster.Env.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + tok.ID}, &corev1.Secret{})

@@ -36,8 +36,8 @@ func cloudbaseInitResult(code int) (runAgain, reboot bool) {
 // across reboots, and the faults their joins meet.
 type bootstraps struct {
 	mu sync.Mutex
-	// runs are the stub's exit codes, in order, by VM name; their number
-	// is the stub's attempt count, which the real stub keeps on disk.
+	// runs are the stub's exit codes, in order, by VM name (the attempt
+	// count, which the real stub keeps on disk, is the guest's runs).
 	runs map[string][]int
 	// unreachable is how many runs of each node's join find the API
 	// server not answering.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,6 +48,7 @@ func TestBootstrapRunsUnderCloudbaseInitRules(t *testing.T) {
 		g := &Guests{log: logr.Discard(), bootDelay: bootDelay, rejected: map[string]string{}, dir: t.TempDir(), bundleDir: bundle, apiServer: "127.0.0.1:1"}
 		gs := &guest{vmID: vm, vmName: vm, nodeName: vm, ip: "10.0.0.5", readyAt: time.Unix(0, 0), kubeletVersion: KubernetesVersion}
 		gs.ctx, gs.cancel = context.WithCancel(t.Context())
+		gs.procs = &sync.WaitGroup{}
 		t.Cleanup(gs.cancel)
 		if err := g.bootWindows(gs, "windows2019srvNext_64Guest", strings.ToUpper(vm), gs.ip); err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -85,6 +86,11 @@ type Guests struct {
 	subnets  int // pod subnets handed out
 
 	bootstrap bootstraps // the Windows guests' runs of the bootstrap stub (cloudbaseinit.go)
+
+	// procs are the guests' processes (stub runs, kubelets) and the
+	// removal of destroyed guests' disks, waited for before the guests'
+	// directory goes.
+	procs sync.WaitGroup
 }
 
 type guest struct {
@@ -100,9 +106,11 @@ type guest struct {
 	readyAt   time.Time
 	// kubeletVersion is the version of the kubelet the image carries.
 	kubeletVersion string
-	// ctx ends when the VM is destroyed, and the guest's processes with it.
+	// ctx ends when the VM is destroyed, and the guest's processes (procs)
+	// with it.
 	ctx    context.Context
 	cancel context.CancelFunc
+	procs  *sync.WaitGroup
 	win    *windowsGuest
 	// runs counts the stub's runs (its attempts); done carries the running
 	// one's outcome.
@@ -133,10 +141,13 @@ func newGuests(ctx context.Context, vc *vspheresim.VCenter, workload *kubeadm.Cl
 	}
 	dir, err := os.MkdirTemp("", "capwin-sim-guests-")
 	if err != nil {
+		w.Close(context.Background())
 		return nil, err
 	}
 	bundleDir := filepath.Join(dir, "bundle")
 	if err := nodesim.WriteStandInBundle(bundleDir, KubernetesVersion); err != nil {
+		w.Close(context.Background())
+		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("the Windows image's bundle: %w", err)
 	}
 	return &Guests{
@@ -197,10 +208,15 @@ func (g *Guests) run(ctx context.Context) {
 		case <-ctx.Done():
 			g.vms.Close(context.Background())
 			g.mu.Lock()
-			for _, gs := range g.guests {
+			guests := slices.Collect(maps.Values(g.guests))
+			g.mu.Unlock()
+			for _, gs := range guests {
 				gs.cancel()
 			}
-			g.mu.Unlock()
+			for _, gs := range guests {
+				gs.procs.Wait()
+			}
+			g.procs.Wait()
 			_ = os.RemoveAll(g.dir)
 			return
 		case <-t.C:
@@ -250,7 +266,10 @@ func (g *Guests) step(ctx context.Context) error {
 	for _, gs := range gone {
 		gs.cancel()
 		if gs.win != nil {
-			_ = os.RemoveAll(gs.win.host.Root())
+			g.procs.Go(func() {
+				gs.procs.Wait() // the agent may write its status as it stops
+				_ = os.RemoveAll(gs.win.host.Root())
+			})
 		}
 		if gs.state == registered {
 			// Its kubelet is gone: the node lifecycle controller of
@@ -268,6 +287,7 @@ func (g *Guests) step(ctx context.Context) error {
 func (g *Guests) boot(ctx context.Context, vm *vspheresim.VM, now time.Time) *guest {
 	gs := &guest{vmID: vm.ID, vmName: vm.Name, poweredOn: now, kubeletVersion: KubernetesVersion}
 	gs.ctx, gs.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	gs.procs = &sync.WaitGroup{}
 	extra := vm.ExtraConfig
 	if extra["guestinfo.userdata"] == "" {
 		gs.state = ignored // not a machine of capwin's: the inventory's own VMs
@@ -309,7 +329,9 @@ func (g *Guests) boot(ctx context.Context, vm *vspheresim.VM, now time.Time) *gu
 	}
 	g.mu.Lock()
 	gs.failure = g.failure(gs.nodeName)
-	gs.fault = g.fault(gs.nodeName)
+	if gs.win != nil {
+		gs.fault = g.fault(gs.nodeName)
+	}
 	gs.readyAt = now.Add(g.bootDelay)
 	g.mu.Unlock()
 	return gs
@@ -349,7 +371,8 @@ func (g *Guests) advance(ctx context.Context, gs *guest, now time.Time) error {
 		gs.runs++
 		gs.done = make(chan error, 1)
 		gs.state = joining
-		go func(run int) { gs.done <- g.stubRun(gs.ctx, gs, userData, run) }(gs.runs)
+		run := gs.runs
+		gs.procs.Go(func() { gs.done <- g.stubRun(gs.ctx, gs, userData, run) })
 	case joining:
 		select {
 		case err := <-gs.done:
@@ -369,7 +392,15 @@ func (g *Guests) startLinuxKubelet(gs *guest) error {
 	}
 	gs.state = registered
 	log := g.log.WithValues("vm", gs.vmName, "node", gs.nodeName)
-	go gs.kubelet.run(gs.ctx, cs, gs.failure, func(n *corev1.Node) {
+	gs.procs.Go(func() { gs.kubelet.run(gs.ctx, cs, gs.failure, g.linuxRegistered(gs), log) })
+	return nil
+}
+
+// linuxRegistered is what follows a Linux kubelet's registration: kubeadm
+// marks a control-plane node, and the node counts as joined.
+func (g *Guests) linuxRegistered(gs *guest) func(*corev1.Node) {
+	log := g.log.WithValues("vm", gs.vmName, "node", gs.nodeName)
+	return func(n *corev1.Node) {
 		if gs.kubelet.controlPlane {
 			if err := g.markControlPlane(gs.ctx, gs.kubelet, n.Name); err != nil {
 				log.Error(err, "kubeadm could not mark the control-plane node")
@@ -380,8 +411,7 @@ func (g *Guests) startLinuxKubelet(gs *guest) error {
 		g.joined = append(g.joined, n.Name)
 		g.mu.Unlock()
 		log.Info("Node registered by its kubelet", "ready", gs.failure != NeverReady)
-	}, log)
-	return nil
+	}
 }
 
 // markControlPlane is kubeadm init's mark-control-plane phase, with

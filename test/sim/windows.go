@@ -202,6 +202,16 @@ func (g *Guests) dialer(nodeName string, run int) func(ctx context.Context, netw
 // client certificate yet and runs (kubelet.run).
 func (g *Guests) windowsKubelet(gs *guest, w *windowsGuest) nodesim.Behaviour {
 	return func(_ context.Context, h *nodesim.Host, spec host.ServiceSpec) error {
+		// A start is a new process: the one before, if any, is gone (the
+		// service restarted, or the machine rebooted). A stop without a
+		// start is not seen: host/sim has no stop hook, so a kubelet whose
+		// service only stopped keeps running until the VM is destroyed.
+		w.mu.Lock()
+		if w.kubeletCancel != nil {
+			w.kubeletCancel()
+			w.kubeletCancel = nil
+		}
+		w.mu.Unlock()
 		_, argv, _ := cutArgs(spec.Command)
 		k, err := g.windowsKubeletFrom(gs, h, kubeletFlags(argv))
 		if err != nil {
@@ -209,12 +219,9 @@ func (g *Guests) windowsKubelet(gs *guest, w *windowsGuest) nodesim.Behaviour {
 		}
 		ctx, cancel := context.WithCancel(gs.ctx)
 		w.mu.Lock()
-		if w.kubeletCancel != nil {
-			w.kubeletCancel() // the service restarted
-		}
 		w.kubeletCancel = cancel
 		w.mu.Unlock()
-		go g.runWindowsKubelet(ctx, gs, h, k)
+		gs.procs.Go(func() { g.runWindowsKubelet(ctx, gs, h, k) })
 		return nil
 	}
 }

@@ -157,8 +157,14 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		env.ControlPlaneStopTimeout = opts.StopTimeout
 	}
 
+	removeCertDir := func() {
+		if certDir != "" {
+			_ = os.RemoveAll(certDir)
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
+		removeCertDir()
 		return nil, fmt.Errorf("starting envtest with assets from %s: %w", assets, err)
 	}
 	// The default rate limit throttles tests that create many objects.
@@ -166,11 +172,13 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		_ = env.Stop()
+		removeCertDir()
 		return nil, fmt.Errorf("creating a client for envtest: %w", err)
 	}
 	if !opts.WithoutCRDs {
 		if err := labelContracts(ctx, c); err != nil {
 			_ = env.Stop()
+			removeCertDir()
 			return nil, err
 		}
 	}
