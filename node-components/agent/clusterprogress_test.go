@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/capwin/capwin/node-components/layout"
-	"github.com/capwin/capwin/node-components/render"
 	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/node-components/render"
 )
 
 // progressConfigMap is the join.progressConfigMap of these tests: the
