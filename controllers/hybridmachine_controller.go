@@ -12,10 +12,12 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -58,6 +60,10 @@ type HybridMachineReconciler struct {
 	// ClusterCache reaches the workload clusters, where joining Windows
 	// nodes report their progress.
 	ClusterCache clustercache.ClusterCache
+	// ProgressPoll is how often a joining Windows node's report is read
+	// while its workload cluster's progress ConfigMaps cannot be watched;
+	// progressPoll when zero.
+	ProgressPoll time.Duration
 
 	// written keeps a reconcile from acting on a copy older than what the
 	// last one wrote.
@@ -66,6 +72,9 @@ type HybridMachineReconciler struct {
 	// seen on its VM, so that the VM's user data is read again only when
 	// the Machine's data changed.
 	onVM dataHashes
+	// controller is this reconciler's controller, to which watches in
+	// workload clusters (the nodes' progress reports) deliver events.
+	controller controller.Controller
 }
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=hybridmachines;hybridmachines/status;hybridmachines/finalizers,verbs=get;list;watch;update;patch
@@ -78,12 +87,24 @@ func (r *HybridMachineReconciler) SetupWithManager(mgr ctrl.Manager, options con
 	if r.Client == nil || r.Platforms == nil || r.ClusterCache == nil {
 		return errors.New("the HybridMachine reconciler needs a Client, Platforms and a ClusterCache")
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.HybridMachine{}).
 		WithOptions(options).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToHybridMachine)).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToHybridMachines)).
-		Complete(r)
+		// A bootstrap data Secret replaced before the node joined (a new
+		// token) is written to the VM's user data.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.dataSecretToHybridMachines),
+			builder.WithPredicates(predicate.NewPredicateFuncs(isClusterSecret))).
+		// A connection to a workload cluster wakes its machines, which
+		// then watch their nodes' progress reports there.
+		WatchesRawSource(r.ClusterCache.GetClusterSource("hybridmachine", r.clusterToHybridMachines)).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.controller = c
+	return nil
 }
 
 // clusterToHybridMachines wakes a cluster's machines, which wait for its
@@ -96,6 +117,35 @@ func (r *HybridMachineReconciler) clusterToHybridMachines(ctx context.Context, o
 	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// isClusterSecret is whether a Secret may be a Machine's bootstrap data:
+// Cluster API's Secret type. (The managers cache only Secrets labelled
+// with their cluster, as bootstrap providers label their data.)
+func isClusterSecret(o client.Object) bool {
+	s, ok := o.(*corev1.Secret)
+	return ok && s.Type == clusterv1.ClusterSecretType
+}
+
+// dataSecretToHybridMachines wakes the machines whose Machine takes its
+// bootstrap data from the Secret: those of the Secret's cluster, or of the
+// namespace when it names none.
+func (r *HybridMachineReconciler) dataSecretToHybridMachines(ctx context.Context, o client.Object) []reconcile.Request {
+	opts := []client.ListOption{client.InNamespace(o.GetNamespace())}
+	if cluster := o.GetLabels()[clusterv1.ClusterNameLabel]; cluster != "" {
+		opts = append(opts, client.MatchingLabels{clusterv1.ClusterNameLabel: cluster})
+	}
+	list := &clusterv1.MachineList{}
+	if err := r.Client.List(ctx, list, opts...); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if ptr.Deref(list.Items[i].Spec.Bootstrap.DataSecretName, "") == o.GetName() {
+			reqs = append(reqs, machineToHybridMachine(ctx, &list.Items[i])...)
+		}
 	}
 	return reqs
 }

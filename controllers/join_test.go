@@ -192,7 +192,9 @@ const (
 )
 
 // TestReplacedBootstrapDataReachesRunningVM: data replaced after the VM
-// powered on (its node has not joined) is written to the VM.
+// powered on (its node has not joined) is written to the VM. The change
+// to the Secret wakes the machine: nothing else does within the 10 s
+// allowed here (the tests' reconciler never polls for reports).
 func TestReplacedBootstrapDataReachesRunningVM(t *testing.T) {
 	g := NewWithT(t)
 	v := vspheresim.StartT(t)
@@ -207,7 +209,7 @@ func TestReplacedBootstrapDataReachesRunningVM(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(guestUserData(g, v, ns, "ud1")).To(Equal(secondData))
 		g.Expect(getHM(g, ns, "ud1").Status.Operation.IsZero()).To(BeTrue())
-	}, eventually).Should(Succeed())
+	}, 10*time.Second, 250*time.Millisecond).Should(Succeed())
 	g.Expect(conditions.IsTrue(getHM(g, ns, "ud1"), infrav1.HybridMachineVMProvisionedCondition)).To(BeTrue())
 }
 
@@ -312,4 +314,27 @@ func TestReportAfterNodeRefEndsWithTheJoin(t *testing.T) {
 		g.Expect(hm.Status.NodeBootstrap.State).To(Equal(infrav1.NodeBootstrapJoined))
 		g.Expect(hm.Status.NodeBootstrap.Phase).To(Equal(agent.PhaseComplete))
 	}, eventually).Should(Succeed())
+}
+
+// TestEachReportWakesItsMachine: the controller watches the workload
+// cluster's progress ConfigMaps, so each report the node writes reaches
+// its HybridMachine at once. The tests' reconciler never polls for
+// reports (ProgressPoll is an hour), and the machine, once provisioned,
+// has nothing else that wakes it within the 5 s allowed here.
+func TestEachReportWakesItsMachine(t *testing.T) {
+	g := NewWithT(t)
+	v := vspheresim.StartT(t)
+	ns, disconnect := joiningCluster(t, v)
+	defer disconnect()
+	machine(t, ns, "join3", "DC0_H0_VM0")
+	g.Eventually(func(g Gomega) {
+		c := condOf(g, ns, "join3", infrav1.HybridMachineNodeJoinedCondition)
+		g.Expect(c.Reason).To(Equal(infrav1.HybridMachineNodeJoinedWaitingForReportReason))
+	}, eventually).Should(Succeed())
+	for _, phase := range []string{agent.PhasePreflight, agent.PhaseContainerd, agent.PhaseHNS, agent.PhaseDiscovery, agent.PhaseKubelet} {
+		report(t, "join3", agent.Progress{Phase: phase, State: agent.ProgressRunning, Time: time.Now()})
+		g.Eventually(func(g Gomega) {
+			g.Expect(getHM(g, ns, "join3").Status.NodeBootstrap.Phase).To(Equal(phase))
+		}, 5*time.Second, 100*time.Millisecond).Should(Succeed(), "the report of phase %s did not reach the HybridMachine within 5 s", phase)
+	}
 }

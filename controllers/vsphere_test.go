@@ -113,13 +113,15 @@ func startControllersWithCache(t testing.TB, sessions *vsphere.Sessions, ns stri
 	}
 	cc, err = clustercache.SetupWithManager(t.Context(), mgr, clustercache.Options{
 		SecretClient: secretClient,
-		Cache:        capisetup.ClusterCacheCacheOptions(),
+		Cache:        controllers.ClusterCacheOptions(),
 		Client:       capisetup.ClusterCacheClientOptions("capwin-test", 100, 200),
 	}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Platforms: platforms, ClusterCache: cc}).SetupWithManager(mgr, opts); err != nil {
+	// No polling of the nodes' reports: they reach the tests' machines
+	// through the watch on the workload cluster, or not at all.
+	if err := (&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Platforms: platforms, ClusterCache: cc, ProgressPoll: time.Hour}).SetupWithManager(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
 	stopManager, err := env.StartManager(t.Context(), mgr)

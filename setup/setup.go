@@ -110,7 +110,7 @@ func clusterCache(ctx context.Context, mgr ctrl.Manager, o Options, copts contro
 	}
 	cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
 		SecretClient: secretClient,
-		Cache:        capisetup.ClusterCacheCacheOptions(),
+		Cache:        controllers.ClusterCacheOptions(),
 		Client:       capisetup.ClusterCacheClientOptions(o.Name, 20, 30),
 	}, copts)
 	if err != nil {

@@ -43,6 +43,7 @@ import (
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	"github.com/capwin/capwin/bootstrap/payload"
 	"github.com/capwin/capwin/bootstrap/reconciler"
+	"github.com/capwin/capwin/controllers"
 	"github.com/capwin/capwin/node-components/nodeconfig"
 	"github.com/capwin/capwin/test/envtest/apiserver"
 )
@@ -122,7 +123,7 @@ func run(m *testing.M) int {
 	}
 	cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
 		SecretClient: secretClient,
-		Cache:        setup.ClusterCacheCacheOptions(),
+		Cache:        controllers.ClusterCacheOptions(),
 		Client:       setup.ClusterCacheClientOptions("capwin-test", 100, 200),
 	}, controller.Options{MaxConcurrentReconciles: 5})
 	if err != nil {

@@ -16,12 +16,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/tree"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/test/sim"
 )
 
@@ -219,7 +221,15 @@ func scaleAndWatch(ctx context.Context, s *sim.Sim, co sim.ClusterOptions, n int
 		if err := c.List(ctx, l, client.InNamespace(co.Namespace), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: key.Name}); err != nil {
 			return false, err
 		}
-		phases := map[string]int{}
+		hms := &infrav1.HybridMachineList{}
+		if err := c.List(ctx, hms, client.InNamespace(co.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: co.Name}); err != nil {
+			return false, err
+		}
+		byName := make(map[string]*infrav1.HybridMachine, len(hms.Items))
+		for i := range hms.Items {
+			byName[hms.Items[i].Name] = &hms.Items[i]
+		}
+		phases, joins := map[string]int{}, map[string]int{}
 		ready := 0
 		for i := range l.Items {
 			m := &l.Items[i]
@@ -231,15 +241,26 @@ func scaleAndWatch(ctx context.Context, s *sim.Sim, co sim.ClusterOptions, n int
 				p = string(clusterv1.MachinePhasePending)
 			}
 			phases[p]++
-			if p == string(clusterv1.MachinePhaseRunning) && conditions.IsTrue(m, clusterv1.MachineReadyCondition) {
+			isReady := p == string(clusterv1.MachinePhaseRunning) && conditions.IsTrue(m, clusterv1.MachineReadyCondition)
+			if isReady {
 				ready++
+			}
+			hm := byName[m.Spec.InfrastructureRef.Name]
+			if j := joinStep(m, hm, isReady); j != "" {
+				joins[j]++
+			}
+			if err := joinFailed(hm); err != nil {
+				return false, err
 			}
 		}
 		if r := s.Guests.Rejected(); len(r) > 0 {
 			return false, guestsRefused{r}
 		}
-		line := fmt.Sprintf("  [%6s] Windows machines: %s", since(start), phaseList(phases))
 		summary := phaseList(phases)
+		if len(joins) > 0 {
+			summary += "; join: " + countList(joins)
+		}
+		line := fmt.Sprintf("  [%6s] Windows machines: %s", since(start), summary)
 		if tty {
 			fmt.Fprintf(out, "\r\033[K%s", line)
 		} else if summary != last {
@@ -260,6 +281,43 @@ func scaleAndWatch(ctx context.Context, s *sim.Sim, co sim.ClusterOptions, n int
 	}
 	fmt.Fprintf(out, "%d Windows %s Running (%s)\n", n, noun, since(start))
 	return nil
+}
+
+// joinStep is where a Windows machine's join stands, as its HybridMachine
+// reports it (status.nodeBootstrap, read from the node's own report): the
+// agent's phase ("complete" once joined), "<phase> failed", or "waiting
+// for report" for a provisioned VM whose node has not reported yet. Empty
+// for a machine that is Ready, being deleted, not yet running, or has no
+// HybridMachine.
+func joinStep(m *clusterv1.Machine, hm *infrav1.HybridMachine, ready bool) string {
+	if hm == nil || ready || !m.DeletionTimestamp.IsZero() {
+		return ""
+	}
+	nb := hm.Status.NodeBootstrap
+	switch nb.State {
+	case infrav1.NodeBootstrapFailed:
+		return nb.Phase + " failed"
+	case infrav1.NodeBootstrapJoined, infrav1.NodeBootstrapRunning:
+		return nb.Phase
+	}
+	if ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false) {
+		return "waiting for report"
+	}
+	return ""
+}
+
+// joinFailed ends the wait when a node reported a join failure that will
+// not pass by itself (the stub does not run it again), with what the node
+// said.
+func joinFailed(hm *infrav1.HybridMachine) error {
+	if hm == nil {
+		return nil
+	}
+	nb := hm.Status.NodeBootstrap
+	if nb.State != infrav1.NodeBootstrapFailed || ptr.Deref(nb.Retryable, false) {
+		return nil
+	}
+	return fmt.Errorf("HybridMachine %s: the node's join failed in phase %s and will not be retried: %s", hm.Name, nb.Phase, nb.Message)
 }
 
 var phaseOrder = []clusterv1.MachinePhase{

@@ -3,8 +3,16 @@ package main
 import (
 	"bytes"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 )
 
 // TestDevOnce runs `capwin dev --once` as `make dev DEV_ARGS=--once` does:
@@ -20,6 +28,10 @@ func TestDevOnce(t *testing.T) {
 	}
 	for _, want := range []string{
 		`Scaling MachineDeployment dev-windows 0 -> 3`,
+		// The nodes' own reports, read into HybridMachine status. A join
+		// shows from its first report read until its Machine is Ready:
+		// 0.6 to 1.6 s here, in lines printed every 250 ms.
+		`(?m)^  \[\s*[0-9.]+m?s\] Windows machines: [^;\n]+; join: \d+ (waiting for report|[a-z-]+)`,
 		`(?m)^3 Windows machines Running \(`,
 		`Scaling MachineDeployment dev-windows 3 -> 1`,
 		`(?m)^1 Windows machine Running \(`,
@@ -34,5 +46,62 @@ func TestDevOnce(t *testing.T) {
 	}
 	if n := len(regexp.MustCompile(`─Machine/dev-windows-`).FindAllString(out.String(), -1)); n != 1 {
 		t.Errorf("the tree shows %d Windows Machines, want 1", n)
+	}
+}
+
+// TestJoinStep: what a progress line says of one Windows machine's join,
+// from its HybridMachine's status.nodeBootstrap.
+func TestJoinStep(t *testing.T) {
+	provisioned := clusterv1.Machine{Status: clusterv1.MachineStatus{Initialization: clusterv1.MachineInitializationStatus{InfrastructureProvisioned: ptr.To(true)}}}
+	deleting := provisioned
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	report := func(phase string, state infrav1.NodeBootstrapState) *infrav1.HybridMachine {
+		return &infrav1.HybridMachine{Status: infrav1.HybridMachineStatus{NodeBootstrap: infrav1.NodeBootstrapStatus{Phase: phase, State: state}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		m     clusterv1.Machine
+		hm    *infrav1.HybridMachine
+		ready bool
+		want  string
+	}{
+		{"no HybridMachine yet", provisioned, nil, false, ""},
+		{"VM not provisioned, no report", clusterv1.Machine{}, report("", ""), false, ""},
+		{"VM provisioned, no report", provisioned, report("", ""), false, "waiting for report"},
+		{"a phase runs", provisioned, report("discovery", infrav1.NodeBootstrapRunning), false, "discovery"},
+		{"a phase failed", provisioned, report("discovery", infrav1.NodeBootstrapFailed), false, "discovery failed"},
+		{"joined, Machine not Ready yet", provisioned, report("complete", infrav1.NodeBootstrapJoined), false, "complete"},
+		{"Ready", provisioned, report("complete", infrav1.NodeBootstrapJoined), true, ""},
+		{"being deleted", deleting, report("kubelet", infrav1.NodeBootstrapRunning), false, ""},
+	} {
+		if got := joinStep(&tc.m, tc.hm, tc.ready); got != tc.want {
+			t.Errorf("%s: joinStep = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestJoinFailedEndsTheWait: a failure the stub will not run again ends
+// make dev's wait with what the node said; one it will run again does not.
+func TestJoinFailedEndsTheWait(t *testing.T) {
+	hm := &infrav1.HybridMachine{ObjectMeta: metav1.ObjectMeta{Name: "dev-windows-a"}, Status: infrav1.HybridMachineStatus{NodeBootstrap: infrav1.NodeBootstrapStatus{
+		Phase: "discovery", State: infrav1.NodeBootstrapFailed, Retryable: ptr.To(false),
+		Message: "the cluster CA does not match any --discovery-token-ca-cert-hash",
+	}}}
+	err := joinFailed(hm)
+	if err == nil {
+		t.Fatal("a final join failure did not end the wait")
+	}
+	for _, want := range []string{"dev-windows-a", "discovery", "does not match"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error %q lacks %q", err, want)
+		}
+	}
+	hm.Status.NodeBootstrap.Retryable = ptr.To(true)
+	if err := joinFailed(hm); err != nil {
+		t.Errorf("a failure the stub runs again ended the wait: %v", err)
+	}
+	hm.Status.NodeBootstrap = infrav1.NodeBootstrapStatus{Phase: "kubelet", State: infrav1.NodeBootstrapRunning}
+	if err := joinFailed(hm); err != nil {
+		t.Errorf("a running join ended the wait: %v", err)
 	}
 }
