@@ -25,7 +25,7 @@ func BenchmarkProvision100HybridMachines(b *testing.B) {
 		v := vspheresim.StartT(bt)
 		sessions := vsphere.NewSessions()
 		ns := newNamespace(bt)
-		startControllers(bt, sessions, ns)
+		startControllersPolling(bt, sessions, ns, 0)
 		cluster(bt, v, ns, nil)
 		markInfrastructureProvisioned(bt, ns)
 		start := sessions.RoundTrips()
@@ -57,8 +57,9 @@ func BenchmarkProvision100HybridMachines(b *testing.B) {
 		time.Sleep(3 * time.Second)
 		resyncRTs := sessions.RoundTrips() - start
 
-		// The machines' nodes never join: each is looked at every
-		// progressPoll for its node's report and its bootstrap data.
+		// The machines' nodes never join, and their cluster has no
+		// workload cluster to watch reports in: each is looked at every
+		// progressPoll, the fallback, for its node's report.
 		start = sessions.RoundTrips()
 		const window = 20 * time.Second
 		time.Sleep(window)

@@ -95,7 +95,7 @@ func (r *HybridMachineReconciler) SetupWithManager(mgr ctrl.Manager, options con
 		// A bootstrap data Secret replaced before the node joined (a new
 		// token) is written to the VM's user data.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.dataSecretToHybridMachines),
-			builder.WithPredicates(predicate.NewPredicateFuncs(isClusterSecret))).
+			builder.WithPredicates(predicate.NewPredicateFuncs(hasClusterLabel))).
 		// A connection to a workload cluster wakes its machines, which
 		// then watch their nodes' progress reports there.
 		WatchesRawSource(r.ClusterCache.GetClusterSource("hybridmachine", r.clusterToHybridMachines)).
@@ -121,30 +121,26 @@ func (r *HybridMachineReconciler) clusterToHybridMachines(ctx context.Context, o
 	return reqs
 }
 
-// isClusterSecret is whether a Secret may be a Machine's bootstrap data:
-// Cluster API's Secret type. (The managers cache only Secrets labelled
-// with their cluster, as bootstrap providers label their data.)
-func isClusterSecret(o client.Object) bool {
-	s, ok := o.(*corev1.Secret)
-	return ok && s.Type == clusterv1.ClusterSecretType
+// hasClusterLabel is whether a Secret may be a Machine's bootstrap data
+// that the manager sees change: it caches only Secrets labelled with their
+// cluster, as bootstrap providers label their data Secrets.
+func hasClusterLabel(o client.Object) bool {
+	return o.GetLabels()[clusterv1.ClusterNameLabel] != ""
 }
 
-// dataSecretToHybridMachines wakes the machines whose Machine takes its
-// bootstrap data from the Secret: those of the Secret's cluster, or of the
-// namespace when it names none.
+// dataSecretToHybridMachines wakes the machines of the Secret's cluster
+// whose Machine takes its bootstrap data from the Secret.
 func (r *HybridMachineReconciler) dataSecretToHybridMachines(ctx context.Context, o client.Object) []reconcile.Request {
-	opts := []client.ListOption{client.InNamespace(o.GetNamespace())}
-	if cluster := o.GetLabels()[clusterv1.ClusterNameLabel]; cluster != "" {
-		opts = append(opts, client.MatchingLabels{clusterv1.ClusterNameLabel: cluster})
-	}
 	list := &clusterv1.MachineList{}
-	if err := r.Client.List(ctx, list, opts...); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
 		return nil
 	}
+	cluster := o.GetLabels()[clusterv1.ClusterNameLabel]
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		if ptr.Deref(list.Items[i].Spec.Bootstrap.DataSecretName, "") == o.GetName() {
-			reqs = append(reqs, machineToHybridMachine(ctx, &list.Items[i])...)
+		m := &list.Items[i]
+		if m.Spec.ClusterName == cluster && ptr.Deref(m.Spec.Bootstrap.DataSecretName, "") == o.GetName() {
+			reqs = append(reqs, machineToHybridMachine(ctx, m)...)
 		}
 	}
 	return reqs
@@ -356,7 +352,8 @@ func (r *HybridMachineReconciler) readBootstrapData(ctx context.Context, s *mach
 		return ctrl.Result{}, false, fmt.Errorf("reading bootstrap data Secret %s: %w", name, err)
 	}
 	if c := bootstrapDataFormatMismatch(name, data.Data, s.hm.Spec.OS.Type); c != nil {
-		// Secrets are not watched: a corrected one is seen on a later look.
+		// Data Secrets labelled with their cluster are watched; an
+		// unlabelled one is seen on a later look.
 		setVMProvisioned(s.hm, *c)
 		return ctrl.Result{RequeueAfter: platform.DefaultRetry}, false, nil
 	}

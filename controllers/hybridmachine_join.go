@@ -91,29 +91,21 @@ func stillRunning(st infrav1.NodeBootstrapStatus, now time.Time) bool {
 }
 
 // progressReport reads the node's report from the ConfigMap named after
-// the Machine in the workload cluster's progress namespace. It watches
-// that namespace's ConfigMaps there (and only those: see
-// ClusterCacheOptions), so that a report wakes the node's HybridMachine,
-// and reads the report from that cache; watched says the watch runs.
-// Without a connection yet it reads uncached, and the caller polls. found
-// is false while the cluster cannot be reached or holds no report.
+// the Machine in the workload cluster's progress namespace, with an
+// uncached GET (a report just written is read as it is). It also watches that
+// namespace's ConfigMaps there (and only those: see ClusterCacheOptions),
+// so that each report wakes the node's HybridMachine; watched says the
+// watch runs, and the caller polls when it does not. found is false while
+// the cluster cannot be reached or holds no report.
 func (r *HybridMachineReconciler) progressReport(ctx context.Context, s *machineScope) (data string, found, watched bool) {
 	log := ctrl.LoggerFrom(ctx)
 	key := util.ObjectKey(s.cluster)
 	cm := &corev1.ConfigMap{}
 	cmKey := client.ObjectKey{Namespace: discovery.ProgressNamespace, Name: s.machine.Name}
-	var err error
-	if r.controller != nil && r.ClusterCache.Watch(ctx, key, r.progressWatcher(key)) == nil {
-		var c client.Client
-		if c, err = r.ClusterCache.GetClient(ctx, key); err == nil {
-			watched = true
-			err = c.Get(ctx, cmKey, cm)
-		}
-	} else {
-		var c client.Client
-		if c, err = r.ClusterCache.GetUncachedClient(ctx, key); err == nil {
-			err = c.Get(ctx, cmKey, cm)
-		}
+	watched = r.controller != nil && r.ClusterCache.Watch(ctx, key, r.progressWatcher(key)) == nil
+	c, err := r.ClusterCache.GetUncachedClient(ctx, key)
+	if err == nil {
+		err = c.Get(ctx, cmKey, cm)
 	}
 	if err != nil {
 		switch {

@@ -193,8 +193,10 @@ const (
 
 // TestReplacedBootstrapDataReachesRunningVM: data replaced after the VM
 // powered on (its node has not joined) is written to the VM. The change
-// to the Secret wakes the machine: nothing else does within the 10 s
-// allowed here (the tests' reconciler never polls for reports).
+// to the Secret wakes the machine. The tests' reconciler never polls for
+// reports; what else wakes a provisioned machine here is the 15 s look
+// for guest addresses (vcsim's VMs report none), and the data is replaced
+// right after one, so the 10 s allowed fail without the watch.
 func TestReplacedBootstrapDataReachesRunningVM(t *testing.T) {
 	g := NewWithT(t)
 	v := vspheresim.StartT(t)
@@ -319,8 +321,10 @@ func TestReportAfterNodeRefEndsWithTheJoin(t *testing.T) {
 // TestEachReportWakesItsMachine: the controller watches the workload
 // cluster's progress ConfigMaps, so each report the node writes reaches
 // its HybridMachine at once. The tests' reconciler never polls for
-// reports (ProgressPoll is an hour), and the machine, once provisioned,
-// has nothing else that wakes it within the 5 s allowed here.
+// reports (ProgressPoll is an hour); the machine, once provisioned, is
+// woken otherwise only by the 15 s look for guest addresses (vcsim's VMs
+// report none), so of five reports 5 s apart at most, some fail without
+// the watch.
 func TestEachReportWakesItsMachine(t *testing.T) {
 	g := NewWithT(t)
 	v := vspheresim.StartT(t)

@@ -93,8 +93,17 @@ func startControllers(t testing.TB, sessions *vsphere.Sessions, ns string) (stop
 }
 
 // startControllersWithCache is startControllers, returning the ClusterCache
-// the HybridMachine reconciler reaches workload clusters through too.
+// the HybridMachine reconciler reaches workload clusters through too. The
+// reconciler never polls for the nodes' reports: they reach the tests'
+// machines through the watch on the workload cluster, or not at all.
 func startControllersWithCache(t testing.TB, sessions *vsphere.Sessions, ns string) (stop func(), cc clustercache.ClusterCache) {
+	t.Helper()
+	return startControllersPolling(t, sessions, ns, time.Hour)
+}
+
+// startControllersPolling is startControllersWithCache with the
+// HybridMachine reconciler's ProgressPoll (its default when zero).
+func startControllersPolling(t testing.TB, sessions *vsphere.Sessions, ns string, progressPoll time.Duration) (stop func(), cc clustercache.ClusterCache) {
 	t.Helper()
 	mgr, err := env.NewManager(func(o *manager.Options) {
 		o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
@@ -119,9 +128,7 @@ func startControllersWithCache(t testing.TB, sessions *vsphere.Sessions, ns stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	// No polling of the nodes' reports: they reach the tests' machines
-	// through the watch on the workload cluster, or not at all.
-	if err := (&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Platforms: platforms, ClusterCache: cc, ProgressPoll: time.Hour}).SetupWithManager(mgr, opts); err != nil {
+	if err := (&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Platforms: platforms, ClusterCache: cc, ProgressPoll: progressPoll}).SetupWithManager(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
 	stopManager, err := env.StartManager(t.Context(), mgr)
@@ -202,12 +209,14 @@ func machine(t testing.TB, ns, name, template string) {
 	machineWithData(t, ns, name, template, builder.BootstrapDataSecret(ns, name+"-bootstrap", "powershell", "#ps1_sysnative\n$NodeConfig = 'e30='\n"))
 }
 
-// machineWithData creates a Machine with the bootstrap data Secret data and
-// its Windows HybridMachine.
+// machineWithData creates a Machine with the bootstrap data Secret data,
+// labelled with its cluster as bootstrap providers label it, and its
+// Windows HybridMachine.
 func machineWithData(t testing.TB, ns, name, template string, data *corev1.Secret) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
+	data.Labels = map[string]string{clusterv1.ClusterNameLabel: "win1"}
 	g.Expect(env.Client.Create(ctx, data)).To(Succeed())
 	m := builder.Machine(ns, name, "win1").WithBootstrapDataSecret(data.Name).Build()
 	g.Expect(env.Client.Create(ctx, m)).To(Succeed())

@@ -249,7 +249,7 @@ func scaleAndWatch(ctx context.Context, s *sim.Sim, co sim.ClusterOptions, n int
 			if j := joinStep(m, hm, isReady); j != "" {
 				joins[j]++
 			}
-			if err := joinFailed(hm); err != nil {
+			if err := joinFailed(m, hm, isReady); err != nil {
 				return false, err
 			}
 		}
@@ -306,11 +306,11 @@ func joinStep(m *clusterv1.Machine, hm *infrav1.HybridMachine, ready bool) strin
 	return ""
 }
 
-// joinFailed ends the wait when a node reported a join failure that will
-// not pass by itself (the stub does not run it again), with what the node
-// said.
-func joinFailed(hm *infrav1.HybridMachine) error {
-	if hm == nil {
+// joinFailed ends the wait when the node of a machine that is neither
+// Ready nor being deleted reported a join failure that will not pass by
+// itself (the stub does not run it again), with what the node said.
+func joinFailed(m *clusterv1.Machine, hm *infrav1.HybridMachine, ready bool) error {
+	if hm == nil || ready || !m.DeletionTimestamp.IsZero() {
 		return nil
 	}
 	nb := hm.Status.NodeBootstrap

@@ -87,7 +87,8 @@ func TestJoinFailedEndsTheWait(t *testing.T) {
 		Phase: "discovery", State: infrav1.NodeBootstrapFailed, Retryable: ptr.To(false),
 		Message: "the cluster CA does not match any --discovery-token-ca-cert-hash",
 	}}}
-	err := joinFailed(hm)
+	m := &clusterv1.Machine{}
+	err := joinFailed(m, hm, false)
 	if err == nil {
 		t.Fatal("a final join failure did not end the wait")
 	}
@@ -96,12 +97,20 @@ func TestJoinFailedEndsTheWait(t *testing.T) {
 			t.Errorf("the error %q lacks %q", err, want)
 		}
 	}
+	if err := joinFailed(m, hm, true); err != nil {
+		t.Errorf("the failure of a Ready machine's node ended the wait: %v", err)
+	}
+	deleting := m.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	if err := joinFailed(deleting, hm, false); err != nil {
+		t.Errorf("the failure of a machine being deleted ended the wait: %v", err)
+	}
 	hm.Status.NodeBootstrap.Retryable = ptr.To(true)
-	if err := joinFailed(hm); err != nil {
+	if err := joinFailed(m, hm, false); err != nil {
 		t.Errorf("a failure the stub runs again ended the wait: %v", err)
 	}
 	hm.Status.NodeBootstrap = infrav1.NodeBootstrapStatus{Phase: "kubelet", State: infrav1.NodeBootstrapRunning}
-	if err := joinFailed(hm); err != nil {
+	if err := joinFailed(m, hm, false); err != nil {
 		t.Errorf("a running join ended the wait: %v", err)
 	}
 }
