@@ -18,6 +18,7 @@ import (
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/layout"
 	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/node-components/render"
 )
 
 func main() {
@@ -35,6 +36,7 @@ const usage = `usage: capwin-node COMMAND [flags]
   reset                             undo a join so the machine can join again
   collect-logs -o FILE.zip          logs, rendered configuration (no secrets), services and HNS state
   validate -f FILE                  check a node configuration (- reads standard input)
+  pause-image                       the pause image pinned for this machine's Windows build (image bake time: pre-pull it)
 
 join exits 0 when the node joined, 1 on a failure that running again will not
 fix, and 3 on one that may pass (run join again: it continues where it failed;
@@ -57,7 +59,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return agent.ExitOK
-	case "join", "install", "status", "reset", "collect-logs":
+	case "join", "install", "status", "reset", "collect-logs", "pause-image":
 	default:
 		fmt.Fprintf(stderr, "capwin-node: unknown command %q\n%s\n", cmd, usage)
 		return agent.ExitUsage
@@ -93,6 +95,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = status(ctx, a, *output, stdout)
 	case "collect-logs":
 		err = collectLogs(ctx, a, *output)
+	case "pause-image":
+		err = pauseImage(ctx, h, stdout)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "capwin-node %s: %v\n", cmd, err)
@@ -105,6 +109,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 var errUsage = errors.New("usage")
+
+// pauseImage prints the pause image the pinned table names for the host's
+// Windows build: the one join configures containerd with, unless the node
+// configuration names another.
+func pauseImage(ctx context.Context, h host.Host, stdout io.Writer) error {
+	build, err := h.Facts().Build(ctx)
+	if err != nil {
+		return err
+	}
+	image, err := render.PauseImage(build)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, image)
+	return err
+}
 
 func status(ctx context.Context, a *agent.Agent, output string, stdout io.Writer) error {
 	s, err := a.Status(ctx)

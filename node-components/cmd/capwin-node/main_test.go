@@ -14,6 +14,7 @@ import (
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/host/sim"
 	"github.com/capwin/capwin/node-components/layout"
+	"github.com/capwin/capwin/node-components/render"
 )
 
 func TestValidateCommand(t *testing.T) {
@@ -132,5 +133,26 @@ func TestCommandsNeedWindows(t *testing.T) {
 	var errOut bytes.Buffer
 	if code := run(context.Background(), []string{"join"}, nil, io.Discard, &errOut, newHost); code != agent.ExitFailed || !strings.Contains(errOut.String(), "not Windows") {
 		t.Errorf("join off Windows: exit %d: %s", code, errOut.String())
+	}
+}
+
+// TestPauseImage: pause-image prints the image pinned for the host's build
+// (what an image bake pre-pulls) and refuses a build no image is pinned
+// for.
+func TestPauseImage(t *testing.T) {
+	for _, p := range render.PauseImages {
+		h := sim.New(sim.Options{Root: t.TempDir(), Build: p.Build})
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{"pause-image"}, nil, &out, &errOut, func() (host.Host, error) { return h, nil }); code != 0 {
+			t.Fatalf("%s: exit %d: %s", p.Release, code, errOut.String())
+		}
+		if got := strings.TrimSpace(out.String()); got != p.Image {
+			t.Errorf("%s: pause-image printed %q, want %q", p.Release, got, p.Image)
+		}
+	}
+	h := sim.New(sim.Options{Root: t.TempDir(), Build: "10.0.14393"})
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"pause-image"}, nil, &out, &errOut, func() (host.Host, error) { return h, nil }); code != agent.ExitFailed || out.Len() != 0 || !strings.Contains(errOut.String(), "no pause image is pinned for Windows build \"10.0.14393\"") {
+		t.Errorf("an unknown build: exit %d, out %q, err %q", code, out.String(), errOut.String())
 	}
 }
