@@ -13,8 +13,9 @@ KUSTOMIZE := $(GO) tool -modfile=$(TOOLS_MOD) kustomize
 GOLANGCI_LINT := $(GO) tool -modfile=$(TOOLS_MOD) golangci-lint
 CLUSTERCTL := $(GO) tool -modfile=$(TOOLS_MOD) clusterctl
 
-# Every Go module of the repository whose code ships (tools excluded).
-MODULES := . $(patsubst %/go.mod,%,$(wildcard node-components/go.mod))
+# Every Go module of the repository whose code ships, and the bundle's
+# builder (other tools excluded).
+MODULES := . $(patsubst %/go.mod,%,$(wildcard node-components/go.mod)) hack/bundle
 
 # Extra flags for `go test`, for example TEST_ARGS='-run TestSmoke -v'.
 TEST_ARGS ?=
@@ -45,6 +46,17 @@ build: ## Build capwin-manager and capwin into bin/, and capwin-node.exe for Win
 	$(GO) build ./...
 	$(GO) build -o bin/ ./cmd/...
 	cd node-components && GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -trimpath -o ../bin/ ./cmd/...
+
+.PHONY: bundle bundle-verify
+# The Kubernetes version of the bundle's kubelet, kube-proxy and kubeadm
+# (empty: the one hack/bundle/modules/kubernetes pins, the flavors').
+KUBERNETES_VERSION ?=
+
+bundle: ## Build the Windows node bundle into out/bundle: zip, manifest, SBOM (KUBERNETES_VERSION=v1.36.3; about 25 min the first time)
+	cd hack/bundle && $(GO) run . bundle --root $(CURDIR) --out $(CURDIR)/out/bundle $(if $(KUBERNETES_VERSION),--kubernetes-version $(KUBERNETES_VERSION))
+
+bundle-verify: bundle ## Check the bundle and rebuild every component in a fresh build cache: the hashes must be equal (as long as make bundle's first run)
+	cd hack/bundle && $(GO) run . verify --root $(CURDIR) --out $(CURDIR)/out/bundle $(if $(KUBERNETES_VERSION),--kubernetes-version $(KUBERNETES_VERSION))
 
 .PHONY: dev
 DEV_ARGS ?=

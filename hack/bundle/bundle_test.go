@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"debug/buildinfo"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"testing"
+
+	cdx "github.com/CycloneDX/cyclonedx-go"
+	"golang.org/x/mod/modfile"
+
+	"github.com/capwin/capwin/node-components/agent"
+	"github.com/capwin/capwin/node-components/bundle"
+	"github.com/capwin/capwin/node-components/host/sim"
+	"github.com/capwin/capwin/node-components/layout"
+	"github.com/capwin/capwin/node-components/nodeconfig"
+)
+
+const modulesDir = "modules"
+
+func testBuilder(t *testing.T) *Builder {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins, err := Pins(modulesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Builder{Root: root, Cache: t.TempDir(), KubernetesVersion: pins["kubernetes"].Version, CapwinVersion: "test", Log: testLog{t}}
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestPinsResolveForWindows resolves every component's package for
+// windows/amd64 from its wrapper module with go.mod and go.sum as they are
+// (-mod=readonly): a pin the proxy no longer serves, a go.sum that lacks a
+// module, or a package that moved fails here, without the builds make
+// bundle runs.
+func TestPinsResolveForWindows(t *testing.T) {
+	b := testBuilder(t)
+	byWrapper := map[string][]string{}
+	for _, c := range Components {
+		if c.Wrapper != "" {
+			byWrapper[c.Wrapper] = append(byWrapper[c.Wrapper], c.Package)
+		}
+	}
+	for wrapper, pkgs := range byWrapper {
+		cmd := exec.CommandContext(t.Context(), "go", append([]string{"list", "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}"}, pkgs...)...)
+		cmd.Dir = filepath.Join(modulesDir, wrapper)
+		cmd.Env = b.env()
+		out, err := cmd.CombinedOutput()
+		if err != nil || len(bytes.TrimSpace(out)) > 0 {
+			t.Errorf("%s: go list -deps for windows/amd64: %v\n%s", wrapper, err, out)
+		}
+	}
+}
+
+// TestWrapperModulesPinOneModuleEach: every wrapper module requires its
+// component's module at a release version, replaces none of the pinned
+// modules, and declares its component's packages as tools, so that `go
+// mod tidy` keeps what make bundle builds.
+func TestWrapperModulesPinOneModuleEach(t *testing.T) {
+	pins, err := Pins(modulesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
+	for wrapper, p := range pins {
+		if !release.MatchString(p.Version) {
+			t.Errorf("%s pins %s %s, not a release", wrapper, p.Module, p.Version)
+		}
+		path := filepath.Join(modulesDir, wrapper, "go.mod")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := modfile.Parse(path, data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range Components {
+			if c.Wrapper == wrapper && !slices.ContainsFunc(f.Tool, func(tl *modfile.Tool) bool { return tl.Path == c.Package }) {
+				t.Errorf("%s does not declare %s as a tool", path, c.Package)
+			}
+		}
+	}
+	entries, err := os.ReadDir(modulesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, ok := pins[e.Name()]; !ok {
+			t.Errorf("modules/%s builds no component", e.Name())
+		}
+	}
+}
+
+// TestDefaultKubernetesVersionIsTheFlavors: make bundle's default
+// Kubernetes version is the one the simulation runs the flavors with and
+// envtest's API server has.
+func TestDefaultKubernetesVersionIsTheFlavors(t *testing.T) {
+	pins, err := Pins(modulesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := pins["kubernetes"].Version
+	for file, want := range map[string]string{
+		"../../test/sim/cluster.go":             `const KubernetesVersion = "` + v + `"`,
+		"../../hack/tools/envtest/versions.env": "KUBE_VERSION=" + v + "\n",
+		"../../node-components/render/pause.go": "kubeadm v1." + strings.Split(v, ".")[1],
+		"../../docs/images.md":                  v,
+	} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), want) {
+			t.Errorf("%s lacks %q: the bundle's Kubernetes %s is not the flavors'", file, want, v)
+		}
+	}
+}
+
+// TestEveryNeededFileIsBuilt: each file capwin-node join needs, for every
+// network and csi-proxy choice, is a component make bundle builds, and
+// the containerd pin is one the rendered configuration works with.
+func TestEveryNeededFileIsBuilt(t *testing.T) {
+	files := map[string]bool{}
+	for _, c := range Components {
+		if files[c.File] {
+			t.Errorf("%s is built twice", c.File)
+		}
+		files[c.File] = true
+	}
+	for _, cfg := range []*nodeconfig.Config{
+		{Network: nodeconfig.Network{CNI: "flannel", Mode: "overlay"}, CSIProxy: true},
+		{Network: nodeconfig.Network{CNI: "flannel", Mode: "l2bridge"}},
+		{Network: nodeconfig.Network{CNI: "calico"}},
+	} {
+		for _, n := range bundle.Needed(cfg) {
+			if !files[n] {
+				t.Errorf("capwin-node join needs %s (%s %s), which the bundle does not build", n, cfg.Network.CNI, cfg.Network.Mode)
+			}
+		}
+	}
+	pins, err := Pins(modulesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &bundle.Manifest{KubernetesVersion: "v1.36.3", Files: []bundle.File{{Name: "bin/containerd.exe", Version: pins["containerd"].Version}}}
+	if err := bundle.CheckVersions(m); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestSmallComponentsBuildToABundleInstallLays builds the components that
+// take seconds (the CNI plugins and capwin-node), checks each program,
+// assembles a bundle of them twice, and installs it with capwin-node's
+// own install on the simulated Windows host.
+func TestSmallComponentsBuildToABundleInstallLays(t *testing.T) {
+	b := testBuilder(t)
+	var built []*Built
+	for _, c := range Components {
+		if !c.Small {
+			continue
+		}
+		r, err := b.Build(t.Context(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckBinary(r); err != nil {
+			t.Fatal(err)
+		}
+		built = append(built, r)
+	}
+	// Built again from the cache: the same program.
+	again, err := b.Build(t.Context(), built[0].Component)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Path != built[0].Path {
+		t.Errorf("a second build of %s did not reuse %s", built[0].Name, built[0].Path)
+	}
+
+	dir1, dir2 := t.TempDir(), t.TempDir()
+	o1, err := Assemble(dir1, b.KubernetesVersion, built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o2, err := Assemble(dir2, b.KubernetesVersion, built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pair := range [][2]string{{o1.Zip, o2.Zip}, {o1.Manifest, o2.Manifest}, {o1.SBOM, o2.SBOM}} {
+		a, _ := os.ReadFile(pair[0])
+		c, _ := os.ReadFile(pair[1])
+		if len(a) == 0 || !bytes.Equal(a, c) {
+			t.Errorf("%s differs between two assemblies of the same programs", filepath.Base(pair[0]))
+		}
+	}
+	data, err := os.ReadFile(o1.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := bundle.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckZip(o1.Zip, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range m.Files {
+		if f.Module == "" || f.Version == "" || f.Component == "" {
+			t.Errorf("manifest entry %s lacks its component, module or version: %+v", f.Name, f)
+		}
+	}
+
+	// The SBOM lists every file with its hash, and the modules each was
+	// built from, the pinned one among them.
+	sf, err := os.Open(o1.SBOM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close() //nolint:errcheck
+	bom := &cdx.BOM{}
+	if err := cdx.NewBOMDecoder(sf, cdx.BOMFileFormatJSON).Decode(bom); err != nil {
+		t.Fatal(err)
+	}
+	refs := map[string]cdx.Component{}
+	for _, c := range *bom.Components {
+		refs[c.BOMRef] = c
+	}
+	for _, f := range m.Files {
+		c, ok := refs["file:"+f.Name]
+		if !ok || c.Hashes == nil || (*c.Hashes)[0].Value != f.SHA256 {
+			t.Errorf("the SBOM lacks %s with its sha256", f.Name)
+		}
+		if f.Module != "github.com/capwin/capwin/node-components" {
+			if _, ok := refs[purl(f.Module, f.Version)]; !ok {
+				t.Errorf("the SBOM does not list %s %s, which %s is built from", f.Module, f.Version, f.Name)
+			}
+		}
+	}
+
+	// capwin-node install lays the bundle out on a Windows host.
+	h := sim.New(sim.Options{Root: t.TempDir()})
+	var log strings.Builder
+	a := &agent.Agent{Host: h, Log: &log}
+	if err := a.Install(context.Background(), agent.InstallOptions{Bundle: o1.Zip}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range m.Files {
+		size, err := h.FS().Size(bundle.Destination(f.Name))
+		if err != nil || size != f.Size {
+			t.Errorf("after install, %s: %d bytes, %v; want %d", bundle.Destination(f.Name), size, err, f.Size)
+		}
+	}
+	if ok, _ := h.FS().Exists(layout.Manifest); !ok {
+		t.Errorf("install left no %s", layout.Manifest)
+	}
+}
+
+// TestCheckBinaryRefuses: a program for another system, or one whose
+// build information names another version of its module, is refused.
+func TestCheckBinaryRefuses(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Components[slices.IndexFunc(Components, func(c Component) bool { return c.Name == "host-local" })]
+	if err := CheckBinary(&Built{Component: c, Path: self, Version: "v1.9.1"}); err == nil {
+		t.Error("the test binary (not a Windows program) passed the check")
+	}
+	info, err := buildinfo.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct{ k, v string }{{"GOOS", "windows"}, {"GOARCH", "amd64"}, {"CGO_ENABLED", "0"}, {"-trimpath", "true"}} {
+		i := slices.IndexFunc(info.Settings, func(x debug.BuildSetting) bool { return x.Key == s.k })
+		if i < 0 {
+			info.Settings = append(info.Settings, debug.BuildSetting{Key: s.k, Value: s.v})
+		} else {
+			info.Settings[i].Value = s.v
+		}
+	}
+	info.Main = debug.Module{Path: "github.com/containernetworking/plugins", Version: "v1.9.1", Sum: "h1:8oU6WsIsU3bpnNZuvHp74a6cE1MJwbj2P7s4/yTUNlA="}
+	info.Path = c.Package
+	pinned := &Built{Component: c, Version: "v1.9.1"}
+	if err := checkBuildInfo(pinned, info); err != nil {
+		t.Fatalf("the matching build information was refused: %v", err)
+	}
+	pinned.Version = "v1.9.0"
+	if err := checkBuildInfo(pinned, info); err == nil || !strings.Contains(err.Error(), "the pin is v1.9.0") {
+		t.Errorf("another version of the module passed: %v", err)
+	}
+	pinned.Version = "v1.9.1"
+	info.Main.Replace = &debug.Module{Path: "../plugins"}
+	if err := checkBuildInfo(pinned, info); err == nil || !strings.Contains(err.Error(), "replaced") {
+		t.Errorf("a replaced module passed: %v", err)
+	}
+}
