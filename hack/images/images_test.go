@@ -1,0 +1,229 @@
+package images
+
+import (
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// repoRoot is the repository this module is in.
+var repoRoot = filepath.Join("..", "..")
+
+// TestImages checks the image definitions in images/: every *.pkr.hcl
+// parses; every var.X and local.X, in any block at any depth, is declared in
+// its Packer directory; every file a template copies or runs exists (or is
+// make bundle's zip under out/bundle); every script and file under images/
+// is used; and the Windows releases are the node agent's pause image table.
+func TestImages(t *testing.T) {
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range check(root) {
+		t.Error(p)
+	}
+}
+
+// TestImagesChecksCanFail breaks a copy of images/ in one way at a time and
+// expects check to say so: a check that cannot fail proves nothing.
+func TestImagesChecksCanFail(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		file string // under images/
+		old  string
+		new  string
+		want string
+	}{{
+		name: "a file that does not parse",
+		file: "vsphere/windows.pkr.hcl",
+		old:  "build {",
+		new:  "build {{",
+		want: "does not parse",
+	}, {
+		name: "an undeclared variable in a source",
+		file: "vsphere/windows.pkr.hcl",
+		old:  "CPUs                 = var.cpus",
+		new:  "CPUs                 = var.cpu_count",
+		want: "var.cpu_count is not declared",
+	}, {
+		name: "an undeclared variable in a nested block",
+		file: "azure/windows.pkr.hcl",
+		old:  "gallery_name        = var.gallery_name",
+		new:  "gallery_name        = var.compute_gallery",
+		want: "var.compute_gallery is not declared",
+	}, {
+		name: "an undeclared variable in a variable's validation",
+		file: "azure/variables.pkr.hcl",
+		old:  "var.gallery_image_version == \"\" ||",
+		new:  "var.image_version == \"\" ||",
+		want: "var.image_version is not declared",
+	}, {
+		name: "an undeclared local in a provisioner",
+		file: "azure/windows.pkr.hcl",
+		old:  "\"CAPWIN_BUNDLE_SHA256=${local.bundle_sha256}\"",
+		new:  "\"CAPWIN_BUNDLE_SHA256=${local.bundle_sum}\"",
+		want: "local.bundle_sum is not declared",
+	}, {
+		name: "an unknown root",
+		file: "vsphere/windows.pkr.hcl",
+		old:  "vm_name             = local.template_name",
+		new:  "vm_name             = locals.template_name",
+		want: "locals is not a Packer variable root",
+	}, {
+		name: "a script that does not exist",
+		file: "vsphere/windows.pkr.hcl",
+		old:  "scripts/configure-openssh.ps1",
+		new:  "scripts/configure-ssh.ps1",
+		want: "images/scripts/configure-ssh.ps1 does not exist",
+	}, {
+		name: "a file in a file provisioner's sources that does not exist",
+		file: "azure/windows.pkr.hcl",
+		old:  "files/cloudbase-init/azure/cloudbase-init.conf",
+		new:  "files/cloudbase-init/azure/cloudbase.conf",
+		want: "cloudbase.conf does not exist",
+	}, {
+		name: "a templatefile that does not exist",
+		file: "vsphere/windows.pkr.hcl",
+		old:  "autounattend.xml.pkrtpl",
+		new:  "unattend.xml.pkrtpl",
+		want: "images/vsphere/unattend.xml.pkrtpl does not exist",
+	}, {
+		name: "a bundle that is not make bundle's",
+		file: "azure/variables.pkr.hcl",
+		old:  "bundle_name   = \"capwin-node-bundle-${var.kubernetes_version}-windows-amd64.zip\"",
+		new:  "bundle_name   = \"capwin-node-${var.kubernetes_version}.zip\"",
+		want: "out/bundle/capwin-node-v1.36.3.zip does not exist",
+	}, {
+		name: "a script no template uses",
+		file: "vsphere/windows.pkr.hcl",
+		old:  "provisioner \"powershell\" {\n    script = \"${path.root}/../scripts/prepull-pause-image.ps1\"\n  }",
+		new:  "",
+		want: "", // the Azure template still uses it: see the next case
+	}, {
+		name: "a script neither template uses",
+		file: "azure/windows.pkr.hcl",
+		old:  "provisioner \"powershell\" {\n    script = \"${path.root}/../scripts/sysprep-azure.ps1\"\n  }",
+		new:  "",
+		want: "images/scripts/sysprep-azure.ps1 is used by no template",
+	}, {
+		name: "a release the validation refuses",
+		file: "vsphere/variables.pkr.hcl",
+		old:  "contains([\"2019\", \"2022\", \"2025\"], var.windows_release)",
+		new:  "contains([\"2019\", \"2022\"], var.windows_release)",
+		want: "windows_release accepts [2019 2022], but windows_releases has [2019 2022 2025]",
+	}, {
+		name: "a build the agent pins no pause image for",
+		file: "azure/variables.pkr.hcl",
+		old:  "build             = \"10.0.20348\"",
+		new:  "build             = \"10.0.20349\"",
+		want: "the node agent pins pause images for",
+	}, {
+		name: "a release the agent does not know",
+		file: "vsphere/variables.pkr.hcl",
+		old:  "contains([\"2019\", \"2022\", \"2025\"], var.windows_release)",
+		new:  "contains([\"2016\", \"2019\", \"2022\", \"2025\"], var.windows_release)",
+		want: "windows_release accepts [2016 2019 2022 2025]",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := copyImages(t)
+			path := filepath.Join(root, "images", filepath.FromSlash(tc.file))
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(data), tc.old) {
+				t.Fatalf("%s no longer contains %q: update this case", tc.file, tc.old)
+			}
+			if err := os.WriteFile(path, []byte(strings.Replace(string(data), tc.old, tc.new, 1)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			problems := check(root)
+			if tc.want == "" {
+				if len(problems) != 0 {
+					t.Fatalf("expected no problem, got:\n%s", strings.Join(problems, "\n"))
+				}
+				return
+			}
+			for _, p := range problems {
+				if strings.Contains(p, tc.want) {
+					return
+				}
+			}
+			t.Fatalf("expected a problem containing %q, got:\n%s", tc.want, strings.Join(problems, "\n"))
+		})
+	}
+}
+
+// TestImagesPowerShellSyntax parses the images' PowerShell scripts with the
+// repository's check (hack/ps-syntax, the tree-sitter grammar under node),
+// and a broken copy to prove the check fails. It fails, loudly, where node
+// and npm are missing: set CAPWIN_SKIP_PS_SYNTAX=1 to skip it knowingly.
+func TestImagesPowerShellSyntax(t *testing.T) {
+	if os.Getenv("CAPWIN_SKIP_PS_SYNTAX") != "" {
+		t.Skip("CAPWIN_SKIP_PS_SYNTAX is set: THE POWERSHELL SYNTAX OF THE IMAGE SCRIPTS IS NOT CHECKED")
+	}
+	var scripts []string
+	err := filepath.WalkDir(filepath.Join(repoRoot, "images"), func(p string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && strings.HasSuffix(p, ".ps1") {
+			scripts = append(scripts, p)
+		}
+		return err
+	})
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no PowerShell scripts under images/: %v", err)
+	}
+	run := filepath.Join(repoRoot, "hack", "ps-syntax", "run.sh")
+	out, err := exec.Command(run, scripts...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("PowerShell syntax check failed (%v):\n%s", err, out)
+	}
+
+	data, err := os.ReadFile(filepath.Join(repoRoot, "images", "scripts", "prepull-pause-image.ps1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const good = "if ($names -notcontains $image) {"
+	if !strings.Contains(string(data), good) {
+		t.Fatalf("prepull-pause-image.ps1 no longer contains %q: update this test", good)
+	}
+	broken := filepath.Join(t.TempDir(), "broken.ps1")
+	if err := os.WriteFile(broken, []byte(strings.Replace(string(data), good, "if ($names -notcontains $image {", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(run, broken).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "syntax error") {
+		t.Fatalf("the syntax check passed a broken script (%v):\n%s", err, out)
+	}
+}
+
+// copyImages copies images/ into a temporary repository root.
+func copyImages(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	src := filepath.Join(repoRoot, "images")
+	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(root, "images", rel)
+		if e.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}

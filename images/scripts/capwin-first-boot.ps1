@@ -1,0 +1,54 @@
+# Runs once on each machine made from the image, from SetupComplete.cmd, as
+# SYSTEM, after Windows Setup and before cloudbase-init starts. Each step is
+# best effort and logged: SetupComplete.cmd ignores failures, and the node's
+# bootstrap must still run.
+param(
+    [ValidateSet('vsphere', 'azure')]
+    [string]$Platform
+)
+$ErrorActionPreference = 'Continue'
+$ProgressPreference = 'SilentlyContinue'
+
+$logDir = Join-Path $env:ProgramData 'capwin'
+New-Item -ItemType Directory -Force -Path $logDir | Out-Null
+$log = Join-Path $logDir 'image-first-boot.log'
+
+function Write-Log([string]$Message) {
+    Add-Content -Path $log -Value ('{0} {1}' -f (Get-Date -Format o), $Message) -Encoding UTF8
+}
+
+function Invoke-Step([string]$Name, [scriptblock]$Step) {
+    try {
+        & $Step
+        Write-Log ('{0}: done' -f $Name)
+    } catch {
+        Write-Log ('{0}: failed: {1}' -f $Name, $_)
+    }
+}
+
+# The image has no SSH host keys (every clone would share them): this
+# machine's are made now; ssh-keygen -A makes only the missing ones.
+Invoke-Step 'ssh host keys' {
+    $keygen = Join-Path $env:SystemRoot 'System32\OpenSSH\ssh-keygen.exe'
+    & $keygen -A 2>&1 | ForEach-Object { Write-Log ("ssh-keygen: $_") }
+    if ($LASTEXITCODE -ne 0) {
+        throw ('ssh-keygen -A exited with {0}' -f $LASTEXITCODE)
+    }
+    Start-Service -Name sshd -ErrorAction Stop
+}
+
+if ($Platform -eq 'vsphere') {
+    # The build reached the VM over WinRM with basic authentication and
+    # unencrypted HTTP, as the built-in Administrator whose password the
+    # build knew. None of that stays on a node: logins are the SSH keys
+    # cloudbase-init writes for its own user.
+    Invoke-Step 'WinRM basic authentication and unencrypted traffic off' {
+        Set-Item -Path WSMan:\localhost\Service\Auth\Basic -Value $false
+        Set-Item -Path WSMan:\localhost\Service\AllowUnencrypted -Value $false
+        Remove-NetFirewallRule -Name 'capwin-build-winrm-http' -ErrorAction SilentlyContinue
+    }
+    Invoke-Step 'built-in Administrator disabled' {
+        Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Disable-LocalUser
+    }
+}
+exit 0

@@ -1,0 +1,55 @@
+# Prepares Windows for the capwin node software: checks that the machine runs
+# the Windows Server build the image is named for, enables the Containers
+# feature (and Hyper-V for Hyper-V isolation) and adds OpenSSH Server. The
+# features take effect after the restart that follows this script: capwin-node
+# install refuses to run before they are installed.
+#
+# Environment (set by the Packer template):
+#   CAPWIN_WINDOWS_RELEASE  the release the image is named for (ltsc2022)
+#   CAPWIN_WINDOWS_BUILD    its build, major.minor.build (10.0.20348)
+#   CAPWIN_HYPERV           true to enable Hyper-V too
+$ErrorActionPreference = 'Stop'
+$ProgressPreference = 'SilentlyContinue'
+
+# Windows containers run only on a host of their own build, and the node's
+# pause image is chosen by build: media or a Marketplace SKU of another
+# release than the image's name would make nodes that cannot run their pods.
+$version = Get-ItemProperty -Path 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion'
+$build = '{0}.{1}.{2}' -f $version.CurrentMajorVersionNumber, $version.CurrentMinorVersionNumber, $version.CurrentBuildNumber
+if ($build -ne $env:CAPWIN_WINDOWS_BUILD) {
+    throw ('this machine runs Windows build {0}, but the image is built as {1} (build {2}): the ISO, base template or Marketplace SKU does not match windows_release' -f $build, $env:CAPWIN_WINDOWS_RELEASE, $env:CAPWIN_WINDOWS_BUILD)
+}
+Write-Output ('Windows build {0} ({1})' -f $build, $env:CAPWIN_WINDOWS_RELEASE)
+
+$features = @('Containers')
+if ($env:CAPWIN_HYPERV -eq 'true') {
+    # Hyper-V needs the CPU's virtualization extensions inside the VM: nested
+    # virtualization on vSphere (NestedHV), a VM size that supports it on Azure.
+    $features += 'Hyper-V'
+}
+foreach ($name in $features) {
+    $feature = Get-WindowsFeature -Name $name
+    if ($feature.Installed) {
+        Write-Output ('{0} is installed' -f $name)
+        continue
+    }
+    $result = Install-WindowsFeature -Name $name
+    if (-not $result.Success) {
+        throw ('installing the Windows feature {0} failed (exit code {1})' -f $name, $result.ExitCode)
+    }
+    Write-Output ('{0} installed; restart needed: {1}' -f $name, $result.RestartNeeded)
+}
+
+# OpenSSH Server is a Windows capability (a feature on demand); adding it
+# downloads it from Windows Update unless the machine has another source.
+$capability = Get-WindowsCapability -Online | Where-Object { $_.Name -like 'OpenSSH.Server*' } | Select-Object -First 1
+if ($null -eq $capability) {
+    throw 'this Windows has no OpenSSH.Server capability'
+}
+if ($capability.State -ne 'Installed') {
+    Add-WindowsCapability -Online -Name $capability.Name | Out-Null
+    Write-Output ('{0} added' -f $capability.Name)
+} else {
+    Write-Output ('{0} is installed' -f $capability.Name)
+}
+exit 0
