@@ -176,7 +176,7 @@ variable "bundle_sha256" {
 locals {
   # The supported releases: each one's container tag, host build and the
   # default Marketplace SKU (Server Core, small disk, Gen2). The test in
-  # hack/images holds the tags and builds to the node agent's pinned pause
+  # hack/bundle holds the tags and builds to the node agent's pinned pause
   # images.
   windows_releases = {
     "2019" = {

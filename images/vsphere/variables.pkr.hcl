@@ -215,7 +215,7 @@ variable "bundle_sha256" {
 locals {
   # The supported releases: each one's container tag, host build, vSphere
   # guest OS type and the install.wim image of its Server Core Datacenter
-  # edition. The test in hack/images holds the tags and builds to the node
+  # edition. The test in hack/bundle holds the tags and builds to the node
   # agent's pinned pause images.
   windows_releases = {
     "2019" = {

@@ -1,4 +1,4 @@
-package images
+package main
 
 import (
 	"crypto/sha256"
