@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/capwin/capwin/node-components/render"
 )
 
 // repoRoot is the repository this module is in.
@@ -226,4 +228,26 @@ func copyImages(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return root
+}
+
+// TestPauseImageTableInDocs: docs/images.md's table of pause images is the
+// node agent's (render.PauseImages), row for row.
+func TestPauseImageTableInDocs(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "docs", "images.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "| ltsc") {
+			rows = append(rows, line)
+		}
+	}
+	var want []string
+	for _, p := range render.PauseImages {
+		want = append(want, "| "+p.Release+" | "+p.Build+" | `"+p.Image+"` |")
+	}
+	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("docs/images.md's pause image table:\n%s\nthe node agent pins:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
 }
