@@ -9,10 +9,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"time"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
@@ -172,6 +174,12 @@ func SBOM(kubernetesVersion string, m *bundle.Manifest, built []*Built) (*cdx.BO
 			}
 			uses = append(uses, mref)
 		}
+		// The standard library, by the Go version it was built with.
+		std := "pkg:golang/stdlib@" + info.GoVersion
+		if _, ok := modules[std]; !ok {
+			modules[std] = cdx.Component{BOMRef: std, Type: cdx.ComponentTypeLibrary, Name: "stdlib", Version: info.GoVersion, PackageURL: std}
+		}
+		uses = append(uses, std)
 		sort.Strings(uses)
 		deps = append(deps, cdx.Dependency{Ref: ref, Dependencies: &uses})
 	}
@@ -193,7 +201,7 @@ func purl(module, version string) string {
 	if version == "" {
 		return "pkg:golang/" + module
 	}
-	return "pkg:golang/" + module + "@" + version
+	return "pkg:golang/" + module + "@" + strings.ReplaceAll(url.PathEscape(version), "+", "%2B")
 }
 
 func hashFile(path string) (string, int64, error) {

@@ -34,6 +34,9 @@ type Builder struct {
 	GoCache string
 	// NoReuse builds every component even when the cache holds it.
 	NoReuse bool
+	// Scratch is this run's directory for what is not cached
+	// (capwin-node); the caller removes it.
+	Scratch string
 	// Log gets the go command's output and what is built.
 	Log io.Writer
 }
@@ -58,7 +61,11 @@ func (b *Builder) Build(ctx context.Context, c Component) (*Built, error) {
 	ldflags := "-s -w -buildid="
 	if c.Kubernetes {
 		m := kubeVersionPattern.FindStringSubmatch(b.KubernetesVersion)
-		ldflags += fmt.Sprintf(" -X k8s.io/component-base/version.gitVersion=%s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=%s -X k8s.io/component-base/version.gitTreeState=clean", b.KubernetesVersion, m[1])
+		// Kubernetes' own builds stamp both version packages
+		// (hack/lib/version.sh); client-go's names the User-Agent.
+		for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+			ldflags += fmt.Sprintf(" -X %[1]s.gitVersion=%[2]s -X %[1]s.gitMajor=1 -X %[1]s.gitMinor=%[3]s -X %[1]s.gitTreeState=clean", pkg, b.KubernetesVersion, m[1])
+		}
 	}
 	args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags}
 	key, err := b.key(ctx, c, dir, args)
@@ -66,13 +73,30 @@ func (b *Builder) Build(ctx context.Context, c Component) (*Built, error) {
 		return nil, err
 	}
 	out := filepath.Join(b.Cache, "bin", key, filepath.Base(c.File))
-	if _, err := os.Stat(out); err == nil && !b.NoReuse && c.Wrapper != "" {
+	if c.Wrapper == "" {
+		// capwin-node is built from the work tree, which the key does not
+		// cover: built every run, into this run's own directory.
+		if b.Scratch == "" {
+			if err := os.MkdirAll(b.Cache, 0o755); err != nil {
+				return nil, err
+			}
+			if b.Scratch, err = os.MkdirTemp(b.Cache, "run-"); err != nil {
+				return nil, err
+			}
+		}
+		out = filepath.Join(b.Scratch, filepath.Base(c.File))
+	} else if _, err := os.Stat(out); err == nil && !b.NoReuse {
 		return &Built{Component: c, Path: out, Version: version}, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return nil, err
 	}
-	tmp := out + ".tmp"
+	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
+	if err != nil {
+		return nil, err
+	}
+	tmp := f.Name()
+	_ = f.Close()
 	fmt.Fprintf(b.Log, "building %s (%s %s) for windows/amd64\n", c.Name, c.Module, version)
 	cmd := exec.CommandContext(ctx, "go", append(args, "-o", tmp, pkg)...)
 	cmd.Dir = dir
@@ -92,7 +116,7 @@ func (b *Builder) Build(ctx context.Context, c Component) (*Built, error) {
 // as their go.mod and go.sum pin them (the go command checks every
 // download against go.sum), no workspace, no VCS stamping.
 func (b *Builder) env() []string {
-	env := append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "GOAMD64=v1", "CGO_ENABLED=0", "GOFLAGS=-mod=readonly", "GOWORK=off", "GOEXPERIMENT=")
+	env := append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "GOAMD64=v1", "CGO_ENABLED=0", "GOFLAGS=-mod=readonly", "GOWORK=off", "GOEXPERIMENT=", "GOFIPS140=off")
 	if b.GoCache != "" {
 		env = append(env, "GOCACHE="+b.GoCache)
 	}
@@ -126,11 +150,23 @@ func (b *Builder) source(ctx context.Context, c Component) (dir, pkg, version st
 // go.mod and go.sum (which fix every source).
 func (b *Builder) key(ctx context.Context, c Component, dir string, args []string) (string, error) {
 	h := sha256.New()
-	goVersion, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output()
+	// The go command's settings as the build sees them, in its directory
+	// (a toolchain the module's go line switches to included); a setting
+	// made with go env -w that the environment cannot clear is refused.
+	cmd := exec.CommandContext(ctx, "go", "env", "-json", "GOVERSION", "GOEXPERIMENT", "GOFIPS140", "GOAMD64", "GOOS", "GOARCH", "CGO_ENABLED", "GOFLAGS")
+	cmd.Dir, cmd.Env = dir, b.env()
+	settings, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go env GOVERSION: %w", err)
+		return "", fmt.Errorf("go env in %s: %w", dir, err)
 	}
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%q\x00", bytes.TrimSpace(goVersion), c.Name, c.Package, args)
+	var env map[string]string
+	if err := json.Unmarshal(settings, &env); err != nil {
+		return "", err
+	}
+	if env["GOEXPERIMENT"] != "" || env["GOFIPS140"] != "off" {
+		return "", fmt.Errorf("the go command's GOEXPERIMENT=%q and GOFIPS140=%q (go env -w?) would change the bundle's programs: unset them", env["GOEXPERIMENT"], env["GOFIPS140"])
+	}
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%q\x00%q\x00", bytes.TrimSpace(settings), c.Name, c.Package, args, b.env()[len(os.Environ()):])
 	for _, f := range []string{"go.mod", "go.sum"} {
 		data, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -188,6 +224,16 @@ func (b *Builder) kubernetesModule(ctx context.Context) (string, error) {
 	}
 	if err := f.AddRequire("k8s.io/kubernetes", b.KubernetesVersion); err != nil {
 		return "", err
+	}
+	// The programs run with the runtime defaults of the release's own
+	// go.mod, not of this wrapper's.
+	if err := f.AddGodebug("default", "go"+strings.Join(strings.Split(upstream.Go.Version, ".")[:2], ".")); err != nil {
+		return "", err
+	}
+	for _, g := range upstream.Godebug {
+		if err := f.AddGodebug(g.Key, g.Value); err != nil {
+			return "", err
+		}
 	}
 	for _, r := range upstream.Replace {
 		if strings.HasPrefix(r.New.Path, "./staging/") {

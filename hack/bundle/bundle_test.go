@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"debug/buildinfo"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,8 +112,10 @@ func TestWrapperModulesPinOneModuleEach(t *testing.T) {
 }
 
 // TestDefaultKubernetesVersionIsTheFlavors: make bundle's default
-// Kubernetes version is the one the simulation runs the flavors with and
-// envtest's API server has.
+// Kubernetes version is the one the simulation runs the flavors with,
+// envtest's API server has, and the image definitions take the bundle of
+// by default; and the Kubernetes wrapper replaces every staging module
+// with that release's v0 version.
 func TestDefaultKubernetesVersionIsTheFlavors(t *testing.T) {
 	pins, err := Pins(modulesDir)
 	if err != nil {
@@ -119,10 +123,10 @@ func TestDefaultKubernetesVersionIsTheFlavors(t *testing.T) {
 	}
 	v := pins["kubernetes"].Version
 	for file, want := range map[string]string{
-		"../../test/sim/cluster.go":             `const KubernetesVersion = "` + v + `"`,
-		"../../hack/tools/envtest/versions.env": "KUBE_VERSION=" + v + "\n",
-		"../../node-components/render/pause.go": "kubeadm v1." + strings.Split(v, ".")[1],
-		"../../docs/images.md":                  v,
+		"../../test/sim/cluster.go":              `const KubernetesVersion = "` + v + `"`,
+		"../../hack/tools/envtest/versions.env":  "KUBE_VERSION=" + v + "\n",
+		"../../images/vsphere/variables.pkr.hcl": `default     = "` + v + `"`,
+		"../../images/azure/variables.pkr.hcl":   `default     = "` + v + `"`,
 	} {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -130,6 +134,24 @@ func TestDefaultKubernetesVersionIsTheFlavors(t *testing.T) {
 		}
 		if !strings.Contains(string(data), want) {
 			t.Errorf("%s lacks %q: the bundle's Kubernetes %s is not the flavors'", file, want, v)
+		}
+	}
+	path := filepath.Join(modulesDir, "kubernetes", "go.mod")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.Parse(path, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	staging := "v0." + strings.Join(strings.Split(v, ".")[1:], ".")
+	if len(f.Replace) == 0 {
+		t.Errorf("%s replaces no staging module", path)
+	}
+	for _, r := range f.Replace {
+		if r.New.Path != r.Old.Path || r.New.Version != staging {
+			t.Errorf("%s replaces %s with %s %s, want %s", path, r.Old.Path, r.New.Path, r.New.Version, staging)
 		}
 	}
 }
@@ -186,14 +208,18 @@ func TestSmallComponentsBuildToABundleInstallLays(t *testing.T) {
 		}
 		built = append(built, r)
 	}
-	// Built again from the cache: the same program.
+	// Built again: the program comes from the cache, the go command does
+	// not run.
+	var buildLog strings.Builder
+	b.Log = &buildLog
 	again, err := b.Build(t.Context(), built[0].Component)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Path != built[0].Path {
-		t.Errorf("a second build of %s did not reuse %s", built[0].Name, built[0].Path)
+	if again.Path != built[0].Path || strings.Contains(buildLog.String(), "building") {
+		t.Errorf("a second build of %s did not reuse %s: %s", built[0].Name, built[0].Path, buildLog.String())
 	}
+	b.Log = testLog{t}
 
 	dir1, dir2 := t.TempDir(), t.TempDir()
 	o1, err := Assemble(dir1, b.KubernetesVersion, built)
@@ -219,8 +245,11 @@ func TestSmallComponentsBuildToABundleInstallLays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckZip(o1.Zip, m); err != nil {
+	if err := CheckZip(o1.Zip, data, m); err != nil {
 		t.Fatal(err)
+	}
+	if err := CheckZip(o1.Zip, append(data, ' '), m); err == nil {
+		t.Error("a zip whose manifest.json is not the manifest beside it passed")
 	}
 	for _, f := range m.Files {
 		if f.Module == "" || f.Version == "" || f.Component == "" {
@@ -288,7 +317,7 @@ func TestCheckBinaryRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []struct{ k, v string }{{"GOOS", "windows"}, {"GOARCH", "amd64"}, {"CGO_ENABLED", "0"}, {"-trimpath", "true"}} {
+	for _, s := range []struct{ k, v string }{{"GOOS", "windows"}, {"GOARCH", "amd64"}, {"GOAMD64", "v1"}, {"CGO_ENABLED", "0"}, {"-trimpath", "true"}} {
 		i := slices.IndexFunc(info.Settings, func(x debug.BuildSetting) bool { return x.Key == s.k })
 		if i < 0 {
 			info.Settings = append(info.Settings, debug.BuildSetting{Key: s.k, Value: s.v})
@@ -297,6 +326,8 @@ func TestCheckBinaryRefuses(t *testing.T) {
 		}
 	}
 	info.Main = debug.Module{Path: "github.com/containernetworking/plugins", Version: "v1.9.1", Sum: "h1:8oU6WsIsU3bpnNZuvHp74a6cE1MJwbj2P7s4/yTUNlA="}
+	cni := &debug.Module{Path: "github.com/containernetworking/cni", Version: "v1.3.0", Sum: "h1:v6EpN8RznAZj9765HhXQrtXgX+ECGebEYEmnuFjskwo="}
+	info.Deps = []*debug.Module{cni}
 	info.Path = c.Package
 	pinned := &Built{Component: c, Version: "v1.9.1"}
 	if err := checkBuildInfo(pinned, info); err != nil {
@@ -307,8 +338,117 @@ func TestCheckBinaryRefuses(t *testing.T) {
 		t.Errorf("another version of the module passed: %v", err)
 	}
 	pinned.Version = "v1.9.1"
+	info.Deps = []*debug.Module{{Path: cni.Path, Version: cni.Version, Replace: &debug.Module{Path: "../cni"}}}
+	if err := checkBuildInfo(pinned, info); err == nil || !strings.Contains(err.Error(), "local replacement") {
+		t.Errorf("a dependency replaced by a directory passed: %v", err)
+	}
+	info.Deps = []*debug.Module{cni}
 	info.Main.Replace = &debug.Module{Path: "../plugins"}
 	if err := checkBuildInfo(pinned, info); err == nil || !strings.Contains(err.Error(), "replaced") {
 		t.Errorf("a replaced module passed: %v", err)
 	}
+}
+
+// upstreamGoMod reads the go.mod of a pinned module's release from the
+// module cache (downloading it if needed).
+func upstreamGoMod(t *testing.T, module, version string) *modfile.File {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "go", "mod", "download", "-json", module+"@"+version)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go mod download %s@%s: %v", module, version, err)
+	}
+	var info struct{ GoMod string }
+	if err := json.Unmarshal(out, &info); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(info.GoMod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.Parse(info.GoMod, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// goList runs go list for windows/amd64 in dir as make bundle builds.
+func goList(t *testing.T, b *Builder, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "go", append([]string{"list"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = b.env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list %v in %s: %v\n%s", args, dir, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestWrappersBuildAsUpstream: each program is built with the dependency
+// versions and the runtime defaults (GODEBUG, from the main module's go
+// and godebug lines) of its own module's release, although the main
+// module is the wrapper: every module the release requires is selected at
+// the version it requires, and the wrapper's default GODEBUG is that of a
+// module with the release's go and godebug lines.
+func TestWrappersBuildAsUpstream(t *testing.T) {
+	b := testBuilder(t)
+	pins, err := Pins(modulesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for wrapper, pin := range pins {
+		up := upstreamGoMod(t, pin.Module, pin.Version)
+		dir := filepath.Join(modulesDir, wrapper)
+		selected := map[string]string{}
+		for _, line := range strings.Split(goList(t, b, dir, "-m", "-f", "{{.Path}} {{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}", "all"), "\n") {
+			if path, version, ok := strings.Cut(line, " "); ok {
+				selected[path] = version
+			}
+		}
+		replaced := map[string]bool{}
+		for _, r := range up.Replace {
+			replaced[r.Old.Path] = true
+		}
+		for _, r := range up.Require {
+			if !replaced[r.Mod.Path] && selected[r.Mod.Path] != r.Mod.Version {
+				t.Errorf("%s selects %s %s; %s %s requires %s", dir, r.Mod.Path, selected[r.Mod.Path], pin.Module, pin.Version, r.Mod.Version)
+			}
+		}
+
+		scratch := t.TempDir()
+		var gomod strings.Builder
+		fmt.Fprintf(&gomod, "module scratch\n\ngo %s\n", up.Go.Version)
+		for _, g := range up.Godebug {
+			fmt.Fprintf(&gomod, "godebug %s=%s\n", g.Key, g.Value)
+		}
+		if err := os.WriteFile(filepath.Join(scratch, "go.mod"), []byte(gomod.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(scratch, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want := goList(t, b, scratch, "-f", "{{.DefaultGODEBUG}}", ".")
+		var pkg string
+		for _, c := range Components {
+			if c.Wrapper == wrapper {
+				pkg = c.Package
+				break
+			}
+		}
+		if got := goList(t, b, dir, "-f", "{{.DefaultGODEBUG}}", pkg); got != want {
+			t.Errorf("%s builds with GODEBUG defaults %q; %s %s's (go %s%s) are %q", dir, got, pin.Module, pin.Version, up.Go.Version, godebugLines(up), want)
+		}
+	}
+}
+
+func godebugLines(f *modfile.File) string {
+	var s string
+	for _, g := range f.Godebug {
+		s += ", godebug " + g.Key + "=" + g.Value
+	}
+	return s
 }

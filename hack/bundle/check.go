@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/zip"
+	"bytes"
 	"crypto/sha256"
 	"debug/buildinfo"
 	"debug/pe"
@@ -46,7 +47,7 @@ func checkBuildInfo(b *Built, info *debug.BuildInfo) error {
 	for _, s := range info.Settings {
 		settings[s.Key] = s.Value
 	}
-	for k, want := range map[string]string{"GOOS": "windows", "GOARCH": "amd64", "CGO_ENABLED": "0", "-trimpath": "true"} {
+	for k, want := range map[string]string{"GOOS": "windows", "GOARCH": "amd64", "GOAMD64": "v1", "CGO_ENABLED": "0", "-trimpath": "true", "GOEXPERIMENT": "", "GOFIPS140": ""} {
 		if settings[k] != want {
 			return fmt.Errorf("%s: built with %s=%q, want %q", b.File, k, settings[k], want)
 		}
@@ -72,12 +73,24 @@ func checkBuildInfo(b *Built, info *debug.BuildInfo) error {
 	if info.Main.Sum == "" {
 		return fmt.Errorf("%s: %s %s has no checksum in its build information", b.File, b.Module, info.Main.Version)
 	}
+	// Every dependency came from the module proxy too: none replaced by a
+	// directory.
+	for _, d := range info.Deps {
+		m := d
+		if d.Replace != nil {
+			m = d.Replace
+		}
+		if m.Version == "" || m.Sum == "" {
+			return fmt.Errorf("%s: dependency %s has no version or checksum (a local replacement?)", b.File, d.Path)
+		}
+	}
 	return nil
 }
 
-// CheckZip checks that a bundle zip holds its manifest and exactly the
-// files the manifest lists, each with the manifest's size and SHA-256.
-func CheckZip(path string, m *bundle.Manifest) error {
+// CheckZip checks that a bundle zip holds manifest (the bytes of the
+// manifest beside it) and exactly the files it lists, each with the
+// manifest's size and SHA-256.
+func CheckZip(path string, manifest []byte, m *bundle.Manifest) error {
 	zr, err := zip.OpenReader(path)
 	if err != nil {
 		return err
@@ -90,6 +103,19 @@ func CheckZip(path string, m *bundle.Manifest) error {
 	seen := map[string]bool{}
 	for _, e := range zr.File {
 		if e.Name == bundle.ManifestName {
+			r, err := e.Open()
+			if err != nil {
+				return err
+			}
+			inZip, err := io.ReadAll(r)
+			_ = r.Close()
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(inZip, manifest) {
+				return fmt.Errorf("%s: its %s is not the manifest beside it", path, bundle.ManifestName)
+			}
+			seen[e.Name] = true
 			continue
 		}
 		f, ok := files[e.Name]
@@ -110,6 +136,9 @@ func CheckZip(path string, m *bundle.Manifest) error {
 			return fmt.Errorf("%s: %s is %d bytes with sha256 %s; the manifest says %d bytes, %s", path, e.Name, n, sum, f.Size, f.SHA256)
 		}
 		seen[e.Name] = true
+	}
+	if !seen[bundle.ManifestName] {
+		return fmt.Errorf("%s: no %s", path, bundle.ManifestName)
 	}
 	for n := range files {
 		if !seen[n] {

@@ -343,7 +343,7 @@ func (d *packerDir) pathExprs() []hclsyntax.Expression {
 		}
 	}
 	for _, f := range d.files {
-		hclsyntax.VisitAll(body(f), func(n hclsyntax.Node) hcl.Diagnostics {
+		_ = hclsyntax.VisitAll(body(f), func(n hclsyntax.Node) hcl.Diagnostics {
 			if call, ok := n.(*hclsyntax.FunctionCallExpr); ok && len(call.Args) > 0 {
 				switch call.Name {
 				case "file", "filesha256", "templatefile":
@@ -451,7 +451,7 @@ func (c *checker) releases(d *packerDir, ctx *hcl.EvalContext) []string {
 		if !ok {
 			continue
 		}
-		hclsyntax.VisitAll(cond.Expr, func(n hclsyntax.Node) hcl.Diagnostics {
+		_ = hclsyntax.VisitAll(cond.Expr, func(n hclsyntax.Node) hcl.Diagnostics {
 			call, ok := n.(*hclsyntax.FunctionCallExpr)
 			if !ok || call.Name != "contains" || len(call.Args) != 2 {
 				return nil

@@ -2,7 +2,7 @@
 // checks it (make bundle-verify): every component of Components for
 // windows/amd64 from the module versions its wrapper module under
 // modules/ pins, with the sources the go command downloads from the module
-// proxy and checks against go.sum and the checksum database.
+// proxy (GOPROXY) and checks against go.sum when it downloads them.
 //
 //	bundle [--kubernetes-version v1.36.3] [--out out/bundle]
 //	verify [--kubernetes-version v1.36.3] [--out out/bundle]
@@ -11,7 +11,7 @@
 // and the files capwin-node install lays out), the manifest beside it, and
 // a CycloneDX SBOM. Built programs are kept in ~/.cache/capwin/bundle by
 // the hash of everything they are built from, so a second run only
-// assembles. verify builds every component again in a fresh build cache,
+// rebuilds capwin-node (from the work tree) and assembles. verify builds every component again in a fresh build cache,
 // checks each program (PE32+, AMD64, console subsystem, the pinned module
 // in its build information), and compares the hashes with the bundle's
 // manifest: equal hashes mean the build is reproducible.
@@ -72,6 +72,11 @@ func run(ctx context.Context, args []string) error {
 	if !kubeVersionPattern.MatchString(b.KubernetesVersion) {
 		return fmt.Errorf("--kubernetes-version %q must be v1.MINOR.PATCH", b.KubernetesVersion)
 	}
+	defer func() {
+		if b.Scratch != "" {
+			_ = os.RemoveAll(b.Scratch)
+		}
+	}()
 	if cmd == "verify" {
 		return verify(ctx, b, *out)
 	}
@@ -141,7 +146,12 @@ func verify(ctx context.Context, b *Builder, out string) error {
 	if err != nil {
 		return err
 	}
-	if err := CheckZip(base+".zip", want); err != nil {
+	if err := CheckZip(base+".zip", data, want); err != nil {
+		return err
+	}
+	// The module cache is shared with the first build: its extracted
+	// sources are checked against their recorded hashes first.
+	if err := modVerify(ctx, b); err != nil {
 		return err
 	}
 	tmp, err := os.MkdirTemp("", "capwin-bundle-verify-")
@@ -162,6 +172,27 @@ func verify(ctx context.Context, b *Builder, out string) error {
 		return fmt.Errorf("a second build in a fresh build cache differs from %s.manifest.json: %s", base, diff)
 	}
 	fmt.Printf("%s: every file matches its manifest; a second build in a fresh build cache gave the same %d hashes (%s)\n", base+".zip", len(got.Files), time.Since(start).Round(time.Second))
+	return nil
+}
+
+// modVerify runs go mod verify in every wrapper module.
+func modVerify(ctx context.Context, b *Builder) error {
+	seen := map[string]bool{}
+	for _, c := range Components {
+		if c.Wrapper == "" || seen[c.Wrapper] {
+			continue
+		}
+		seen[c.Wrapper] = true
+		dir, _, _, err := b.source(ctx, c)
+		if err != nil {
+			return err
+		}
+		cmd := exec.CommandContext(ctx, "go", "mod", "verify")
+		cmd.Dir, cmd.Env = dir, b.env()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go mod verify in %s: %w\n%s", dir, err, out)
+		}
+	}
 	return nil
 }
 

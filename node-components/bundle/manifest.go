@@ -1,7 +1,7 @@
 // Package bundle is the node bundle's manifest: every file of the pinned
 // Windows node software, where it is installed, and its SHA-256. make bundle
-// is to write it (issue 16; not built yet); capwin-node install verifies and
-// installs from it; join checks that what a node needs is in place.
+// writes it (hack/bundle); capwin-node install verifies and installs from
+// it; join checks that what a node needs is in place.
 package bundle
 
 import (

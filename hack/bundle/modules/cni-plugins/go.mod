@@ -35,3 +35,5 @@ tool (
 	github.com/containernetworking/plugins/plugins/main/windows/win-bridge
 	github.com/containernetworking/plugins/plugins/main/windows/win-overlay
 )
+
+godebug default=go1.24

@@ -15,3 +15,5 @@ require (
 )
 
 tool github.com/containernetworking/plugins/plugins/meta/flannel
+
+godebug default=go1.14

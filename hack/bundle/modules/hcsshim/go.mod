@@ -42,3 +42,5 @@ require (
 )
 
 tool github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1
+
+godebug default=go1.23
