@@ -43,12 +43,15 @@ if ($Platform -eq 'vsphere') {
     # build knew. None of that stays on a node: logins are the SSH keys
     # cloudbase-init writes for its own user.
     Invoke-Step 'WinRM basic authentication and unencrypted traffic off' {
-        Set-Item -Path WSMan:\localhost\Service\Auth\Basic -Value $false
-        Set-Item -Path WSMan:\localhost\Service\AllowUnencrypted -Value $false
+        # The WSMan: drive needs the service; a failure must be logged as
+        # one, not pass as a non-terminating error.
+        Start-Service -Name WinRM -ErrorAction Stop
+        Set-Item -Path WSMan:\localhost\Service\Auth\Basic -Value $false -ErrorAction Stop
+        Set-Item -Path WSMan:\localhost\Service\AllowUnencrypted -Value $false -ErrorAction Stop
         Remove-NetFirewallRule -Name 'capwin-build-winrm-http' -ErrorAction SilentlyContinue
     }
     Invoke-Step 'built-in Administrator disabled' {
-        Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Disable-LocalUser
+        Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Disable-LocalUser -ErrorAction Stop
     }
 }
 exit 0

@@ -58,4 +58,14 @@ if ($manifest.kubernetesVersion -ne $env:CAPWIN_KUBERNETES_VERSION) {
     throw ('the bundle holds Kubernetes {0}, the image is built for {1}' -f $manifest.kubernetesVersion, $env:CAPWIN_KUBERNETES_VERSION)
 }
 Write-Output ('capwin node bundle for Kubernetes {0} installed ({1} files)' -f $manifest.kubernetesVersion, @($manifest.files).Count)
+
+# Real-time scanning of every layer containerd extracts makes pulls slow
+# and can make them fail; where Microsoft Defender runs, the container
+# runtime's processes and its directories are left out of it.
+if ($null -ne (Get-Command -Name Add-MpPreference -ErrorAction SilentlyContinue)) {
+    $bin = Join-Path $env:ProgramFiles 'capwin\bin'
+    Add-MpPreference -ExclusionProcess @((Join-Path $bin 'containerd.exe'), (Join-Path $bin 'containerd-shim-runhcs-v1.exe'), (Join-Path $bin 'ctr.exe'))
+    Add-MpPreference -ExclusionPath @((Join-Path $env:ProgramData 'containerd'))
+    Write-Output 'Microsoft Defender: containerd, its shim, ctr and C:\ProgramData\containerd excluded'
+}
 exit 0

@@ -42,9 +42,15 @@ foreach ($name in $features) {
 
 # OpenSSH Server is a Windows capability (a feature on demand); adding it
 # downloads it from Windows Update unless the machine has another source.
+# Windows Server 2025 ships OpenSSH Server built in: an sshd service is
+# enough, whether or not a capability is listed.
 $capability = Get-WindowsCapability -Online | Where-Object { $_.Name -like 'OpenSSH.Server*' } | Select-Object -First 1
 if ($null -eq $capability) {
-    throw 'this Windows has no OpenSSH.Server capability'
+    if ($null -ne (Get-Service -Name sshd -ErrorAction SilentlyContinue)) {
+        Write-Output 'OpenSSH Server is built in (the sshd service exists)'
+        exit 0
+    }
+    throw 'this Windows has neither an OpenSSH.Server capability nor an sshd service'
 }
 if ($capability.State -ne 'Installed') {
     Add-WindowsCapability -Online -Name $capability.Name | Out-Null

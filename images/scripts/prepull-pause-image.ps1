@@ -69,6 +69,10 @@ try {
     if ($names -notcontains $image) {
         throw ('{0} is not in the k8s.io namespace after the pull' -f $image)
     }
+    # The CRI labels the images it pulls itself as managed, and the sandbox
+    # image as pinned, so that image garbage collection keeps it; an image
+    # pulled with ctr has neither label until the CRI pulls it again.
+    Invoke-Native $ctr @('--address', $pipe, '--namespace', 'k8s.io', 'images', 'label', $image, 'io.cri-containerd.image=managed', 'io.cri-containerd.pinned=pinned') | Write-Output
 } finally {
     if (-not $process.HasExited) {
         Stop-Process -Id $process.Id -Force

@@ -11,6 +11,14 @@ foreach ($service in Get-Service -Name @('RdAgent', 'WindowsAzureTelemetryServic
         Start-Sleep -Seconds 5
     }
 }
+# Sysprep would leave the built-in Administrator marked "must change
+# password at next logon", which stalls Azure's first-boot provisioning
+# (OSProvisioningTimedOut); Azure creates the VM's own administrator. An
+# answer file left by an earlier step would be applied instead of Azure's.
+& net.exe accounts /maxpwage:unlimited
+if ($LASTEXITCODE -ne 0) { throw "net accounts /maxpwage:unlimited exited $LASTEXITCODE" }
+Disable-LocalUser -Name Administrator
+Remove-Item -Path (Join-Path $env:SystemRoot 'System32\Sysprep\unattend.xml') -Force -ErrorAction SilentlyContinue
 & (Join-Path $env:SystemRoot 'System32\Sysprep\Sysprep.exe') /oobe /generalize /quiet /quit /mode:vm
 while ($true) {
     $imageState = (Get-ItemProperty -Path 'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Setup\State').ImageState
