@@ -64,9 +64,13 @@ func TestPinsResolveForWindows(t *testing.T) {
 		cmd := exec.CommandContext(t.Context(), "go", append([]string{"list", "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}"}, pkgs...)...)
 		cmd.Dir = filepath.Join(modulesDir, wrapper)
 		cmd.Env = b.env()
-		out, err := cmd.CombinedOutput()
+		// Standard output holds only packages with errors; standard error
+		// also has the go command's download lines.
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
 		if err != nil || len(bytes.TrimSpace(out)) > 0 {
-			t.Errorf("%s: go list -deps for windows/amd64: %v\n%s", wrapper, err, out)
+			t.Errorf("%s: go list -deps for windows/amd64: %v\n%s%s", wrapper, err, out, stderr.String())
 		}
 	}
 }
