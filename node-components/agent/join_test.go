@@ -580,3 +580,40 @@ func TestConfigurationChangedMidJoin(t *testing.T) {
 		}
 	}
 }
+
+// TestL2BridgeReservesFlannelHostEndpoint: in l2bridge mode flannel gives
+// its host endpoint the pod subnet's x.x.x.2, where host-local starts
+// allocating; join reserves it so that no pod gets it, and refuses with a
+// clear error when a pod holds it already.
+func TestL2BridgeReservesFlannelHostEndpoint(t *testing.T) {
+	l2bridge := func(c *nodeconfig.Config) { c.Network.Mode, c.Network.VXLANVNI, c.Network.VXLANPort = "l2bridge", 0, 0 }
+	n := newNode(t, l2bridge)
+	if err := n.join(); err != nil {
+		t.Fatalf("join: %v\n%s", err, n.log.String())
+	}
+	fsys := n.host.FS()
+	if ok, _ := fsys.Exists(layout.CNIDataDir + `\cbr0\10.244.1.2`); !ok {
+		t.Fatal("flannel's host endpoint address 10.244.1.2 is not reserved in host-local's store")
+	}
+	if ok, _ := fsys.Exists(layout.CNIDataDir + `\vxlan0\10.244.1.2`); ok {
+		t.Error("an overlay reservation was made in l2bridge mode")
+	}
+	// A second join keeps the reservation.
+	if err := n.join(); err != nil {
+		t.Fatalf("second join: %v", err)
+	}
+
+	// A pod got the address before the reservation (a node joined by an
+	// older agent): the join says so.
+	m := newNode(t, l2bridge)
+	if err := m.host.FS().MkdirAll(layout.CNIDataDir + `\cbr0`); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.host.FS().WriteFile(layout.CNIDataDir+`\cbr0\10.244.1.2`, []byte("pod-container-id\r\neth0"), false); err != nil {
+		t.Fatal(err)
+	}
+	err := m.join()
+	if err == nil || !strings.Contains(err.Error(), "10.244.1.2, flannel's host endpoint on the l2bridge network, is already given to a pod") {
+		t.Errorf("join with the host endpoint's address given to a pod: %v", err)
+	}
+}

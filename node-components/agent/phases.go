@@ -509,8 +509,13 @@ func (j *join) kubeProxy(ctx context.Context) (string, error) {
 		return "", err
 	}
 	vip := ""
-	if j.cfg.Network.Mode == "overlay" {
+	switch {
+	case j.cfg.Network.Mode == "overlay":
 		if vip, err = j.sourceVIP(ctx, nw); err != nil {
+			return "", err
+		}
+	case j.cfg.Network.CNI == "flannel":
+		if _, err := reserveBridgeEndpoint(j.Host.FS(), render.CNINetworkName(j.cfg), nw.AddressPrefix); err != nil {
 			return "", err
 		}
 	}

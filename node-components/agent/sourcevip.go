@@ -87,6 +87,53 @@ func reserveSourceVIP(fsys host.FS, cniNetwork, subnet string) (string, error) {
 	return "", fmt.Errorf("no free address in %s for kube-proxy's source VIP", subnet)
 }
 
+// bridgeEndpointOwner is the ID under which flannel's host endpoint
+// address on an l2bridge network is reserved in host-local's store.
+const (
+	bridgeEndpointOwner  = "capwin-flannel-host-endpoint"
+	bridgeEndpointIfName = "hostep"
+)
+
+// reserveBridgeEndpoint keeps the address of flannel's host endpoint on
+// the l2bridge network (cbr0_ep, the subnet's x.x.x.2: flannel's host-gw
+// backend gives it that address and win-bridge uses it as the pods'
+// gateway) from host-local, which starts allocating at x.x.x.2: without
+// the reservation the node's first pod would get the host endpoint's
+// address. A pod that holds it already is an error that names it.
+func reserveBridgeEndpoint(fsys host.FS, cniNetwork, subnet string) (string, error) {
+	prefix, err := netip.ParsePrefix(subnet)
+	if err != nil || !prefix.Addr().Is4() || prefix.Bits() > 30 {
+		return "", fmt.Errorf("the l2bridge network's subnet %q is not an IPv4 CIDR with room for a host endpoint", subnet)
+	}
+	dir, err := fsys.OSPath(layout.CNIDataDir)
+	if err != nil {
+		return "", err
+	}
+	store, err := disk.New(cniNetwork, dir)
+	if err != nil {
+		return "", fmt.Errorf("opening host-local's store %s\\%s: %w", layout.CNIDataDir, cniNetwork, err)
+	}
+	defer store.Close() //nolint:errcheck
+	if err := store.Lock(); err != nil {
+		return "", fmt.Errorf("locking host-local's store: %w", err)
+	}
+	defer store.Unlock() //nolint:errcheck
+	a := prefix.Masked().Addr().Next().Next()
+	for _, ip := range store.GetByID(bridgeEndpointOwner, bridgeEndpointIfName) {
+		if b, ok := netip.AddrFromSlice(ip.To4()); ok && b == a {
+			return a.String(), nil
+		}
+	}
+	ok, err := store.Reserve(bridgeEndpointOwner, bridgeEndpointIfName, net.IP(a.AsSlice()), "0")
+	if err != nil {
+		return "", fmt.Errorf("reserving %s in host-local's store: %w", a, err)
+	}
+	if !ok {
+		return "", fmt.Errorf("%s, flannel's host endpoint on the l2bridge network, is already given to a pod in host-local's store (%s\\%s): delete that pod and run join again", a, layout.CNIDataDir, cniNetwork)
+	}
+	return a.String(), nil
+}
+
 func (j *join) calicoSourceVIP(ctx context.Context, nw host.Network) (string, error) {
 	var vip string
 	err := j.wait(ctx, "Calico's host endpoint "+calicoEndpoint, func(ctx context.Context) (bool, error) {
