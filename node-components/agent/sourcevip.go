@@ -51,19 +51,11 @@ func reserveSourceVIP(fsys host.FS, cniNetwork, subnet string) (string, error) {
 	if err != nil || !prefix.Addr().Is4() {
 		return "", fmt.Errorf("the overlay network's subnet %q is not an IPv4 CIDR", subnet)
 	}
-	dir, err := fsys.OSPath(layout.CNIDataDir)
+	store, done, err := lockStore(fsys, cniNetwork)
 	if err != nil {
 		return "", err
 	}
-	store, err := disk.New(cniNetwork, dir)
-	if err != nil {
-		return "", fmt.Errorf("opening host-local's store %s\\%s: %w", layout.CNIDataDir, cniNetwork, err)
-	}
-	defer store.Close() //nolint:errcheck
-	if err := store.Lock(); err != nil {
-		return "", fmt.Errorf("locking host-local's store: %w", err)
-	}
-	defer store.Unlock() //nolint:errcheck
+	defer done()
 	for _, ip := range store.GetByID(sourceVIPOwner, sourceVIPIfName) {
 		if a, ok := netip.AddrFromSlice(ip.To4()); ok && prefix.Contains(a) {
 			return a.String(), nil
@@ -87,6 +79,24 @@ func reserveSourceVIP(fsys host.FS, cniNetwork, subnet string) (string, error) {
 	return "", fmt.Errorf("no free address in %s for kube-proxy's source VIP", subnet)
 }
 
+// lockStore opens and locks host-local IPAM's store of the CNI network;
+// done unlocks and closes it.
+func lockStore(fsys host.FS, cniNetwork string) (store *disk.Store, done func(), err error) {
+	dir, err := fsys.OSPath(layout.CNIDataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err = disk.New(cniNetwork, dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening host-local's store %s\\%s: %w", layout.CNIDataDir, cniNetwork, err)
+	}
+	if err := store.Lock(); err != nil {
+		_ = store.Close()
+		return nil, nil, fmt.Errorf("locking host-local's store: %w", err)
+	}
+	return store, func() { _ = store.Unlock(); _ = store.Close() }, nil
+}
+
 // bridgeEndpointOwner is the ID under which flannel's host endpoint
 // address on an l2bridge network is reserved in host-local's store.
 const (
@@ -105,19 +115,11 @@ func reserveBridgeEndpoint(fsys host.FS, cniNetwork, subnet string) (string, err
 	if err != nil || !prefix.Addr().Is4() || prefix.Bits() > 30 {
 		return "", fmt.Errorf("the l2bridge network's subnet %q is not an IPv4 CIDR with room for a host endpoint", subnet)
 	}
-	dir, err := fsys.OSPath(layout.CNIDataDir)
+	store, done, err := lockStore(fsys, cniNetwork)
 	if err != nil {
 		return "", err
 	}
-	store, err := disk.New(cniNetwork, dir)
-	if err != nil {
-		return "", fmt.Errorf("opening host-local's store %s\\%s: %w", layout.CNIDataDir, cniNetwork, err)
-	}
-	defer store.Close() //nolint:errcheck
-	if err := store.Lock(); err != nil {
-		return "", fmt.Errorf("locking host-local's store: %w", err)
-	}
-	defer store.Unlock() //nolint:errcheck
+	defer done()
 	a := prefix.Masked().Addr().Next().Next()
 	for _, ip := range store.GetByID(bridgeEndpointOwner, bridgeEndpointIfName) {
 		if b, ok := netip.AddrFromSlice(ip.To4()); ok && b == a {
