@@ -49,7 +49,7 @@ build: ## Build capwin-manager and capwin into bin/, and capwin-node.exe for Win
 
 .PHONY: bundle bundle-verify
 # The Kubernetes version of the bundle's kubelet, kube-proxy and kubeadm
-# (empty: the one hack/bundle/modules/kubernetes pins, the flavors').
+# (empty: the one hack/kubernetes pins, the flavors').
 KUBERNETES_VERSION ?=
 
 bundle: ## Build the Windows node bundle into out/bundle: zip, manifest, SBOM (KUBERNETES_VERSION=v1.36.3; about 15 min on 2 cores the first time, seconds after)

@@ -23,8 +23,8 @@ if [[ -f "$stamp" && -x "$dir/kube-apiserver" && -x "$dir/etcd" ]]; then
 fi
 
 # The wrapper modules must pin the versions named in versions.env.
-grep -q "k8s.io/kubernetes $KUBE_VERSION" "$tools/kube-apiserver/go.mod" ||
-  { echo "hack/tools/envtest/kube-apiserver/go.mod does not pin k8s.io/kubernetes $KUBE_VERSION" >&2; exit 1; }
+grep -q "k8s.io/kubernetes $KUBE_VERSION" "$root/hack/kubernetes/go.mod" ||
+  { echo "hack/kubernetes/go.mod does not pin k8s.io/kubernetes $KUBE_VERSION" >&2; exit 1; }
 grep -q "go.etcd.io/etcd/server/v3 $ETCD_VERSION" "$tools/etcd/go.mod" ||
   { echo "hack/tools/envtest/etcd/go.mod does not pin go.etcd.io/etcd/server/v3 $ETCD_VERSION" >&2; exit 1; }
 
@@ -56,7 +56,7 @@ build() { # name module-dir package ldflags
 }
 
 minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
-build kube-apiserver "$tools/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver \
+build kube-apiserver "$root/hack/kubernetes" k8s.io/kubernetes/cmd/kube-apiserver \
   "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
 build etcd "$tools/etcd" go.etcd.io/etcd/server/v3 "-s -w"
 

@@ -129,13 +129,12 @@ func (b *Builder) source(ctx context.Context, c Component) (dir, pkg, version st
 	if c.Wrapper == "" {
 		return filepath.Join(b.Root, "node-components"), "./cmd/capwin-node", b.CapwinVersion, nil
 	}
-	modules := filepath.Join(b.Root, "hack", "bundle", "modules")
-	pins, err := Pins(modules)
+	pins, err := Pins(b.Root)
 	if err != nil {
 		return "", "", "", err
 	}
 	pin := pins[c.Wrapper]
-	dir = filepath.Join(modules, c.Wrapper)
+	dir = filepath.Join(b.Root, c.Wrapper)
 	if c.Kubernetes && pin.Version != b.KubernetesVersion {
 		if dir, err = b.kubernetesModule(ctx); err != nil {
 			return "", "", "", err
@@ -178,7 +177,7 @@ func (b *Builder) key(ctx context.Context, c Component, dir string, args []strin
 }
 
 // kubernetesModule writes, in the cache, a wrapper module for a
-// Kubernetes version other than the one modules/kubernetes pins: it
+// Kubernetes version other than the one hack/kubernetes pins: it
 // requires k8s.io/kubernetes at that version and replaces each staging
 // module (the `=> ./staging/...` lines of its go.mod) with the published
 // v0 version of the same minor and patch. The go command fills go.sum,
@@ -207,16 +206,12 @@ func (b *Builder) kubernetesModule(ctx context.Context) (string, error) {
 	if info.Error != "" {
 		return "", fmt.Errorf("downloading k8s.io/kubernetes@%s: %s", b.KubernetesVersion, info.Error)
 	}
-	data, err := os.ReadFile(info.GoMod)
-	if err != nil {
-		return "", err
-	}
-	upstream, err := modfile.Parse(info.GoMod, data, nil)
+	upstream, err := ReadGoMod(info.GoMod)
 	if err != nil {
 		return "", err
 	}
 	f := &modfile.File{}
-	if err := f.AddModuleStmt("github.com/capwin/capwin/hack/bundle/modules/kubernetes"); err != nil {
+	if err := f.AddModuleStmt("github.com/capwin/capwin/hack/kubernetes"); err != nil {
 		return "", err
 	}
 	if err := f.AddGoStmt(upstream.Go.Version); err != nil {

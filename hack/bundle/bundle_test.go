@@ -25,19 +25,17 @@ import (
 	"github.com/capwin/capwin/node-components/nodeconfig"
 )
 
-const modulesDir = "modules"
-
 func testBuilder(t *testing.T) *Builder {
 	t.Helper()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pins, err := Pins(modulesDir)
+	pins, err := Pins(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Builder{Root: root, Cache: t.TempDir(), KubernetesVersion: pins["kubernetes"].Version, CapwinVersion: "test", Log: testLog{t}}
+	return &Builder{Root: root, Cache: t.TempDir(), KubernetesVersion: pins[KubernetesWrapper].Version, CapwinVersion: "test", Log: testLog{t}}
 }
 
 type testLog struct{ t *testing.T }
@@ -62,7 +60,7 @@ func TestPinsResolveForWindows(t *testing.T) {
 	}
 	for wrapper, pkgs := range byWrapper {
 		cmd := exec.CommandContext(t.Context(), "go", append([]string{"list", "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}"}, pkgs...)...)
-		cmd.Dir = filepath.Join(modulesDir, wrapper)
+		cmd.Dir = filepath.Join(repoRoot, wrapper)
 		cmd.Env = b.env()
 		// Standard output holds only packages with errors; standard error
 		// also has the go command's download lines.
@@ -80,7 +78,7 @@ func TestPinsResolveForWindows(t *testing.T) {
 // modules, and declares its component's packages as tools, so that `go
 // mod tidy` keeps what make bundle builds.
 func TestWrapperModulesPinOneModuleEach(t *testing.T) {
-	pins, err := Pins(modulesDir)
+	pins, err := Pins(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,12 +87,8 @@ func TestWrapperModulesPinOneModuleEach(t *testing.T) {
 		if !release.MatchString(p.Version) {
 			t.Errorf("%s pins %s %s, not a release", wrapper, p.Module, p.Version)
 		}
-		path := filepath.Join(modulesDir, wrapper, "go.mod")
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := modfile.Parse(path, data, nil)
+		path := filepath.Join(repoRoot, wrapper, "go.mod")
+		f, err := ReadGoMod(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,12 +98,12 @@ func TestWrapperModulesPinOneModuleEach(t *testing.T) {
 			}
 		}
 	}
-	entries, err := os.ReadDir(modulesDir)
+	entries, err := os.ReadDir("modules")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if _, ok := pins[e.Name()]; !ok {
+		if _, ok := pins["hack/bundle/modules/"+e.Name()]; !ok {
 			t.Errorf("modules/%s builds no component", e.Name())
 		}
 	}
@@ -121,11 +115,11 @@ func TestWrapperModulesPinOneModuleEach(t *testing.T) {
 // by default; and the Kubernetes wrapper replaces every staging module
 // with that release's v0 version.
 func TestDefaultKubernetesVersionIsTheFlavors(t *testing.T) {
-	pins, err := Pins(modulesDir)
+	pins, err := Pins(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := pins["kubernetes"].Version
+	v := pins[KubernetesWrapper].Version
 	for file, want := range map[string]string{
 		"../../test/sim/cluster.go":              `const KubernetesVersion = "` + v + `"`,
 		"../../hack/tools/envtest/versions.env":  "KUBE_VERSION=" + v + "\n",
@@ -140,12 +134,8 @@ func TestDefaultKubernetesVersionIsTheFlavors(t *testing.T) {
 			t.Errorf("%s lacks %q: the bundle's Kubernetes %s is not the flavors'", file, want, v)
 		}
 	}
-	path := filepath.Join(modulesDir, "kubernetes", "go.mod")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := modfile.Parse(path, data, nil)
+	path := filepath.Join(repoRoot, KubernetesWrapper, "go.mod")
+	f, err := ReadGoMod(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,11 +172,11 @@ func TestEveryNeededFileIsBuilt(t *testing.T) {
 			}
 		}
 	}
-	pins, err := Pins(modulesDir)
+	pins, err := Pins(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &bundle.Manifest{KubernetesVersion: "v1.36.3", Files: []bundle.File{{Name: "bin/containerd.exe", Version: pins["containerd"].Version}}}
+	m := &bundle.Manifest{KubernetesVersion: "v1.36.3", Files: []bundle.File{{Name: "bin/containerd.exe", Version: pins["hack/bundle/modules/containerd"].Version}}}
 	if err := bundle.CheckVersions(m); err != nil {
 		t.Error(err)
 	}
@@ -368,11 +358,7 @@ func upstreamGoMod(t *testing.T, module, version string) *modfile.File {
 	if err := json.Unmarshal(out, &info); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(info.GoMod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := modfile.Parse(info.GoMod, data, nil)
+	f, err := ReadGoMod(info.GoMod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,13 +386,13 @@ func goList(t *testing.T, b *Builder, dir string, args ...string) string {
 // module with the release's go and godebug lines.
 func TestWrappersBuildAsUpstream(t *testing.T) {
 	b := testBuilder(t)
-	pins, err := Pins(modulesDir)
+	pins, err := Pins(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for wrapper, pin := range pins {
 		up := upstreamGoMod(t, pin.Module, pin.Version)
-		dir := filepath.Join(modulesDir, wrapper)
+		dir := filepath.Join(repoRoot, wrapper)
 		selected := map[string]string{}
 		for _, line := range strings.Split(goList(t, b, dir, "-m", "-f", "{{.Path}} {{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}", "all"), "\n") {
 			if path, version, ok := strings.Cut(line, " "); ok {

@@ -17,8 +17,9 @@ type Component struct {
 	// File is its path in the bundle (bundle.Destination says where
 	// capwin-node install puts it).
 	File string
-	// Wrapper is the directory under modules/ whose go.mod pins the
-	// upstream module; empty for capwin-node, built from node-components.
+	// Wrapper is the directory, from the repository's root, of the module
+	// whose go.mod pins the upstream module; empty for capwin-node, built
+	// from node-components.
 	Wrapper string
 	// Module is the upstream module the package belongs to.
 	Module string
@@ -33,36 +34,41 @@ type Component struct {
 }
 
 // Components are the bundle's programs. The versions are those their
-// wrapper modules pin (modules/*/go.mod), read by Pins.
+// wrapper modules pin (hack/kubernetes and hack/bundle/modules/*), read
+// by Pins.
 var Components = []Component{
-	{Name: "kubelet", File: "bin/kubelet.exe", Wrapper: "kubernetes", Module: "k8s.io/kubernetes", Package: "k8s.io/kubernetes/cmd/kubelet", Kubernetes: true},
-	{Name: "kube-proxy", File: "bin/kube-proxy.exe", Wrapper: "kubernetes", Module: "k8s.io/kubernetes", Package: "k8s.io/kubernetes/cmd/kube-proxy", Kubernetes: true},
-	{Name: "kubeadm", File: "bin/kubeadm.exe", Wrapper: "kubernetes", Module: "k8s.io/kubernetes", Package: "k8s.io/kubernetes/cmd/kubeadm", Kubernetes: true},
-	{Name: "containerd", File: "bin/containerd.exe", Wrapper: "containerd", Module: "github.com/containerd/containerd/v2", Package: "github.com/containerd/containerd/v2/cmd/containerd"},
-	{Name: "ctr", File: "bin/ctr.exe", Wrapper: "containerd", Module: "github.com/containerd/containerd/v2", Package: "github.com/containerd/containerd/v2/cmd/ctr"},
-	{Name: "containerd-shim-runhcs-v1", File: "bin/containerd-shim-runhcs-v1.exe", Wrapper: "hcsshim", Module: "github.com/Microsoft/hcsshim", Package: "github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1"},
-	{Name: "flanneld", File: "bin/flanneld.exe", Wrapper: "flannel", Module: "github.com/flannel-io/flannel", Package: "github.com/flannel-io/flannel"},
-	{Name: "csi-proxy", File: "bin/csi-proxy.exe", Wrapper: "csi-proxy", Module: "github.com/kubernetes-csi/csi-proxy", Package: "github.com/kubernetes-csi/csi-proxy/cmd/csi-proxy"},
-	{Name: "win-overlay", File: "cni/win-overlay.exe", Wrapper: "cni-plugins", Module: "github.com/containernetworking/plugins", Package: "github.com/containernetworking/plugins/plugins/main/windows/win-overlay", Small: true},
-	{Name: "win-bridge", File: "cni/win-bridge.exe", Wrapper: "cni-plugins", Module: "github.com/containernetworking/plugins", Package: "github.com/containernetworking/plugins/plugins/main/windows/win-bridge", Small: true},
-	{Name: "host-local", File: "cni/host-local.exe", Wrapper: "cni-plugins", Module: "github.com/containernetworking/plugins", Package: "github.com/containernetworking/plugins/plugins/ipam/host-local", Small: true},
+	{Name: "kubelet", File: "bin/kubelet.exe", Wrapper: KubernetesWrapper, Module: "k8s.io/kubernetes", Package: "k8s.io/kubernetes/cmd/kubelet", Kubernetes: true},
+	{Name: "kube-proxy", File: "bin/kube-proxy.exe", Wrapper: KubernetesWrapper, Module: "k8s.io/kubernetes", Package: "k8s.io/kubernetes/cmd/kube-proxy", Kubernetes: true},
+	{Name: "kubeadm", File: "bin/kubeadm.exe", Wrapper: KubernetesWrapper, Module: "k8s.io/kubernetes", Package: "k8s.io/kubernetes/cmd/kubeadm", Kubernetes: true},
+	{Name: "containerd", File: "bin/containerd.exe", Wrapper: "hack/bundle/modules/containerd", Module: "github.com/containerd/containerd/v2", Package: "github.com/containerd/containerd/v2/cmd/containerd"},
+	{Name: "ctr", File: "bin/ctr.exe", Wrapper: "hack/bundle/modules/containerd", Module: "github.com/containerd/containerd/v2", Package: "github.com/containerd/containerd/v2/cmd/ctr"},
+	{Name: "containerd-shim-runhcs-v1", File: "bin/containerd-shim-runhcs-v1.exe", Wrapper: "hack/bundle/modules/hcsshim", Module: "github.com/Microsoft/hcsshim", Package: "github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1"},
+	{Name: "flanneld", File: "bin/flanneld.exe", Wrapper: "hack/bundle/modules/flannel", Module: "github.com/flannel-io/flannel", Package: "github.com/flannel-io/flannel"},
+	{Name: "csi-proxy", File: "bin/csi-proxy.exe", Wrapper: "hack/bundle/modules/csi-proxy", Module: "github.com/kubernetes-csi/csi-proxy", Package: "github.com/kubernetes-csi/csi-proxy/cmd/csi-proxy"},
+	{Name: "win-overlay", File: "cni/win-overlay.exe", Wrapper: "hack/bundle/modules/cni-plugins", Module: "github.com/containernetworking/plugins", Package: "github.com/containernetworking/plugins/plugins/main/windows/win-overlay", Small: true},
+	{Name: "win-bridge", File: "cni/win-bridge.exe", Wrapper: "hack/bundle/modules/cni-plugins", Module: "github.com/containernetworking/plugins", Package: "github.com/containernetworking/plugins/plugins/main/windows/win-bridge", Small: true},
+	{Name: "host-local", File: "cni/host-local.exe", Wrapper: "hack/bundle/modules/cni-plugins", Module: "github.com/containernetworking/plugins", Package: "github.com/containernetworking/plugins/plugins/ipam/host-local", Small: true},
 	// flannel's CNI meta-plugin now lives in github.com/flannel-io/cni-plugin,
 	// which the module proxy here does not serve; its Windows code is the
 	// one containernetworking/plugins carried until v0.9.1
 	// (plugins/meta/flannel), from which that repository was split.
-	{Name: "flannel", File: "cni/flannel.exe", Wrapper: "flannel-cni", Module: "github.com/containernetworking/plugins", Package: "github.com/containernetworking/plugins/plugins/meta/flannel", Small: true},
+	{Name: "flannel", File: "cni/flannel.exe", Wrapper: "hack/bundle/modules/flannel-cni", Module: "github.com/containernetworking/plugins", Package: "github.com/containernetworking/plugins/plugins/meta/flannel", Small: true},
 	{Name: "capwin-node", File: "capwin-node.exe", Module: "github.com/capwin/capwin/node-components", Package: "github.com/capwin/capwin/node-components/cmd/capwin-node", Small: true},
 }
+
+// KubernetesWrapper is the module that pins k8s.io/kubernetes, for
+// envtest's kube-apiserver (hack/envtest-assets.sh) and the bundle alike.
+const KubernetesWrapper = "hack/kubernetes"
 
 // Pin is a component's module version as its wrapper module requires it.
 type Pin struct {
 	Module, Version string
 }
 
-// Pins reads each wrapper module's go.mod under dir (modules/) and
-// returns, per wrapper, the version it requires of its component's module,
-// and the Kubernetes version the kubernetes wrapper pins.
-func Pins(dir string) (map[string]Pin, error) {
+// Pins reads each wrapper module's go.mod under the repository's root and
+// returns, per wrapper, the version it requires of its component's module
+// (pins[KubernetesWrapper] is the bundle's default Kubernetes version).
+func Pins(root string) (map[string]Pin, error) {
 	pins := map[string]Pin{}
 	for _, c := range Components {
 		if c.Wrapper == "" {
@@ -74,12 +80,8 @@ func Pins(dir string) (map[string]Pin, error) {
 			}
 			continue
 		}
-		path := filepath.Join(dir, c.Wrapper, "go.mod")
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		f, err := modfile.Parse(path, data, nil)
+		path := filepath.Join(root, c.Wrapper, "go.mod")
+		f, err := ReadGoMod(path)
 		if err != nil {
 			return nil, err
 		}
@@ -95,4 +97,13 @@ func Pins(dir string) (map[string]Pin, error) {
 		pins[c.Wrapper] = Pin{Module: c.Module, Version: f.Require[i].Mod.Version}
 	}
 	return pins, nil
+}
+
+// ReadGoMod reads and parses a go.mod file.
+func ReadGoMod(path string) (*modfile.File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return modfile.Parse(path, data, nil)
 }

@@ -1,7 +1,8 @@
 // Module bundle builds and checks capwin's Windows node bundle (make bundle,
 // make bundle-verify), and its tests check the image definitions in
-// images/. The modules/ directories are the pinned upstream modules it
-// builds from, one wrapper module each; they are not part of this module.
+// images/. The modules/ directories (and hack/kubernetes) are the pinned
+// upstream modules it builds from, one wrapper module each; they are not
+// part of this module.
 module github.com/capwin/capwin/hack/bundle
 
 go 1.26.0

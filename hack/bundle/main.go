@@ -1,7 +1,7 @@
 // Command bundle builds capwin's Windows node bundle (make bundle) and
 // checks it (make bundle-verify): every component of Components for
-// windows/amd64 from the module versions its wrapper module under
-// modules/ pins, with the sources the go command downloads from the module
+// windows/amd64 from the module versions its wrapper module
+// (hack/kubernetes, hack/bundle/modules/*) pins, with the sources the go command downloads from the module
 // proxy (GOPROXY) and checks against go.sum when it downloads them.
 //
 //	bundle [--kubernetes-version v1.36.3] [--out out/bundle]
@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	root := fs.String("root", "../..", "the repository's root")
 	out := fs.String("out", "", "where the bundle goes (ROOT/out/bundle when empty)")
-	k8s := fs.String("kubernetes-version", "", "the Kubernetes version of the kubelet, kube-proxy and kubeadm (the one hack/bundle/modules/kubernetes pins when empty)")
+	k8s := fs.String("kubernetes-version", "", "the Kubernetes version of the kubelet, kube-proxy and kubeadm (the one hack/kubernetes pins when empty)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -63,11 +63,11 @@ func run(ctx context.Context, args []string) error {
 	}
 	b := &Builder{Root: rootDir, Cache: cacheDir(), KubernetesVersion: *k8s, CapwinVersion: capwinVersion(ctx, rootDir), Log: os.Stderr}
 	if b.KubernetesVersion == "" {
-		pins, err := Pins(filepath.Join(rootDir, "hack", "bundle", "modules"))
+		pins, err := Pins(rootDir)
 		if err != nil {
 			return err
 		}
-		b.KubernetesVersion = pins["kubernetes"].Version
+		b.KubernetesVersion = pins[KubernetesWrapper].Version
 	}
 	if !kubeVersionPattern.MatchString(b.KubernetesVersion) {
 		return fmt.Errorf("--kubernetes-version %q must be v1.MINOR.PATCH", b.KubernetesVersion)
