@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -276,6 +277,16 @@ func TestSmallComponentsBuildToABundleInstallLays(t *testing.T) {
 				t.Errorf("the SBOM does not list %s %s, which %s is built from", f.Module, f.Version, f.Name)
 			}
 		}
+	}
+	// Package URLs as the purl specification writes Go modules, and the
+	// standard library by the Go version that built the programs.
+	for _, want := range []string{"pkg:golang/github.com/containernetworking/plugins@v1.9.1", "pkg:golang/github.com/containernetworking/plugins@v0.9.1", "pkg:golang/stdlib@" + runtime.Version()} {
+		if _, ok := refs[want]; !ok {
+			t.Errorf("the SBOM lacks %s", want)
+		}
+	}
+	if got := purl("example.com/m", "v1.0.0+incompatible"); got != "pkg:golang/example.com/m@v1.0.0%2Bincompatible" {
+		t.Errorf("purl of a +incompatible version: %s", got)
 	}
 
 	// capwin-node install lays the bundle out on a Windows host.
