@@ -58,10 +58,87 @@ func check(root string) []string {
 		problems = append(problems, c.paths(d, ctx)...)
 		problems = append(problems, c.releases(d, ctx)...)
 	}
+	problems = append(problems, c.sharedVariables(dirs)...)
 	if len(problems) == 0 {
 		problems = append(problems, c.unused()...)
 	}
 	return problems
+}
+
+// sharedVariables checks that a variable declared in more than one Packer
+// directory has the same type, default, validation and sensitivity in each,
+// so that one -var means the same thing to every template. Descriptions may
+// differ (they speak of the platform); whitespace and comments do not count.
+func (c *checker) sharedVariables(dirs []*packerDir) []string {
+	type decl struct {
+		dir, text string
+	}
+	first := map[string]decl{}
+	var problems []string
+	for _, d := range dirs {
+		vars := d.variables()
+		names := make([]string, 0, len(vars))
+		for name := range vars {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			text := d.declaration(vars[name])
+			if f, ok := first[name]; !ok {
+				first[name] = decl{dir: c.rel(d.dir), text: text}
+			} else if f.text != text {
+				problems = append(problems, fmt.Sprintf("variable %q is declared differently in %s and %s (type, default, validation or sensitive): keep them the same", name, f.dir, c.rel(d.dir)))
+			}
+		}
+	}
+	return problems
+}
+
+// declaration returns a variable block's attributes but its description,
+// in name order, and its nested blocks, as tokens.
+func (d *packerDir) declaration(b *hclsyntax.Block) string {
+	names := make([]string, 0, len(b.Body.Attributes))
+	for name := range b.Body.Attributes {
+		if name != "description" {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, name := range names {
+		r := b.Body.Attributes[name].SrcRange
+		parts = append(parts, tokensText(r.SliceBytes(d.source(r.Filename))))
+	}
+	for _, inner := range b.Body.Blocks {
+		r := inner.Range()
+		parts = append(parts, tokensText(r.SliceBytes(d.source(r.Filename))))
+	}
+	return strings.Join(parts, " ; ")
+}
+
+// source returns the bytes of one of the directory's files.
+func (d *packerDir) source(name string) []byte {
+	for i, n := range d.names {
+		if n == name {
+			return d.files[i].Bytes
+		}
+	}
+	return nil
+}
+
+// tokensText joins an HCL fragment's tokens with single spaces, leaving out
+// comments and newlines.
+func tokensText(src []byte) string {
+	tokens, _ := hclsyntax.LexConfig(src, "", hcl.InitialPos)
+	var parts []string
+	for _, t := range tokens {
+		switch t.Type {
+		case hclsyntax.TokenComment, hclsyntax.TokenNewline, hclsyntax.TokenEOF:
+			continue
+		}
+		parts = append(parts, string(t.Bytes))
+	}
+	return strings.Join(parts, " ")
 }
 
 func (c *checker) imagesDir() string { return filepath.Join(c.root, "images") }

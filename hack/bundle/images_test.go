@@ -18,7 +18,8 @@ var repoRoot = filepath.Join("..", "..")
 // parses; every var.X and local.X, in any block at any depth, is declared in
 // its Packer directory; every file a template copies or runs exists (or is
 // make bundle's zip under out/bundle); every script and file under images/
-// is used; and the Windows releases are the node agent's pause image table.
+// is used; a variable both directories declare has the same type, default
+// and validation in each; and the Windows releases are the node agent's pause image table.
 func TestImages(t *testing.T) {
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
@@ -128,6 +129,18 @@ func TestImagesChecksCanFail(t *testing.T) {
 		old:  "contains([\"2019\", \"2022\", \"2025\"], var.windows_release)",
 		new:  "contains([\"2016\", \"2019\", \"2022\", \"2025\"], var.windows_release)",
 		want: "windows_release accepts [2016 2019 2022 2025]",
+	}, {
+		name: "a shared variable declared differently",
+		file: "azure/variables.pkr.hcl",
+		old:  "contains([\"2019\", \"2022\", \"2025\"], var.windows_release)",
+		new:  "contains([\"2022\", \"2025\", \"2019\"], var.windows_release)",
+		want: "variable \"windows_release\" is declared differently in images/azure and images/vsphere",
+	}, {
+		name: "a shared variable whose default differs",
+		file: "vsphere/variables.pkr.hcl",
+		old:  "default     = \"1.1.8\"",
+		new:  "default     = \"1.1.9\"",
+		want: "variable \"cloudbase_init_version\" is declared differently",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := copyImages(t)

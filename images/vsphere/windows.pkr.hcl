@@ -29,7 +29,7 @@ source "vsphere-iso" "windows" {
   datastore           = var.datastore
   folder              = var.folder
   vm_name             = local.template_name
-  notes               = "capwin Windows node: Windows Server ${var.windows_release} (${local.release.container_release}), Kubernetes ${var.kubernetes_version}, bundle sha256 ${local.bundle_sha256}"
+  notes               = local.template_notes
 
   guest_os_type        = local.release.guest_os_type
   firmware             = "efi"
@@ -89,7 +89,7 @@ source "vsphere-clone" "windows" {
   datastore           = var.datastore
   folder              = var.folder
   vm_name             = local.template_name
-  notes               = "capwin Windows node: Windows Server ${var.windows_release} (${local.release.container_release}), Kubernetes ${var.kubernetes_version}, bundle sha256 ${local.bundle_sha256}"
+  notes               = local.template_notes
 
   template = var.base_template
   network  = var.network
@@ -109,6 +109,8 @@ source "vsphere-clone" "windows" {
 }
 
 locals {
+  # What the template says of itself in vCenter.
+  template_notes = "capwin Windows node: Windows Server ${var.windows_release} (${local.release.container_release}), Kubernetes ${var.kubernetes_version}, bundle sha256 ${local.bundle_sha256}"
   # The MSI's Unattend.xml skips the OOBE screens and runs cloudbase-init with
   # cloudbase-init-unattend.conf in the specialize pass.
   sysprep_command = "C:\\Windows\\System32\\Sysprep\\sysprep.exe /generalize /oobe /shutdown /unattend:\"C:\\Program Files\\Cloudbase Solutions\\Cloudbase-Init\\conf\\Unattend.xml\""
