@@ -61,6 +61,9 @@ build kube-apiserver "$root/hack/kubernetes" k8s.io/kubernetes/cmd/kube-apiserve
 build etcd "$tools/etcd" go.etcd.io/etcd/server/v3 "-s -w"
 
 "$dir/kube-apiserver" --version >&2
-"$dir/etcd" --version | head -1 >&2
+# Not `| head -1`: head exits after one line, and etcd, still writing,
+# dies of SIGPIPE, which pipefail turns into this script's failure.
+etcd_version=$("$dir/etcd" --version)
+echo "${etcd_version%%$'\n'*}" >&2
 touch "$stamp"
 echo "$dir"
