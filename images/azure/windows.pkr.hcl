@@ -89,6 +89,7 @@ build {
   provisioner "file" {
     sources = [
       "${path.root}/../files/cloudbase-init/azure/cloudbase-init.conf",
+      "${path.root}/../files/cloudbase-init/azure/cloudbase-init-unattend.conf",
       "${path.root}/../scripts/capwin-first-boot.ps1",
     ]
     destination = "${local.staging}/"
@@ -131,7 +132,8 @@ build {
     script = "${path.root}/../scripts/finalize-image.ps1"
   }
 
-  # Last: generalize, as the azure-arm builder documents; it then captures the VM.
+  # Last: generalize with cloudbase-init's Unattend.xml, in the sequence the
+  # azure-arm builder documents; it then captures the VM.
   provisioner "powershell" {
     script = "${path.root}/../scripts/sysprep-azure.ps1"
   }

@@ -26,14 +26,6 @@ $setupComplete = @(
     'sc config cloudbase-init start= auto && net start cloudbase-init'
 )
 Set-Content -Path (Join-Path $scripts 'SetupComplete.cmd') -Value $setupComplete -Encoding Ascii
-if ($platform -eq 'azure') {
-    # Azure's provisioning runs %WINDIR%\OEM\SetupComplete2.cmd from the
-    # SetupComplete.cmd it uses; the same commands go there (both are safe to
-    # run twice).
-    $oem = Join-Path $env:SystemRoot 'OEM'
-    New-Item -ItemType Directory -Force -Path $oem | Out-Null
-    Set-Content -Path (Join-Path $oem 'SetupComplete2.cmd') -Value $setupComplete -Encoding Ascii
-}
 
 # Nothing of a cloudbase-init run may carry over to the machines: its plugin
 # states are kept per instance in the registry, its logs on disk.
@@ -41,13 +33,14 @@ Stop-Service -Name cloudbase-init -ErrorAction SilentlyContinue
 Remove-Item -Path 'HKLM:\SOFTWARE\Cloudbase Solutions\Cloudbase-Init' -Recurse -Force -ErrorAction SilentlyContinue
 Get-ChildItem -Path (Join-Path $env:ProgramFiles 'Cloudbase Solutions\Cloudbase-Init\log') -ErrorAction SilentlyContinue | Remove-Item -Force -Recurse
 
+# sysprep runs with cloudbase-init's Unattend.xml (on vSphere the template's
+# shutdown_command, on Azure sysprep-azure.ps1); it must be there.
+$unattend = Join-Path $env:ProgramFiles 'Cloudbase Solutions\Cloudbase-Init\conf\Unattend.xml'
+if (-not (Test-Path -Path $unattend)) {
+    throw ('{0} is missing' -f $unattend)
+}
+
 if ($platform -eq 'vsphere') {
-    # sysprep runs with cloudbase-init's Unattend.xml (the template's
-    # shutdown_command); it must be there.
-    $unattend = Join-Path $env:ProgramFiles 'Cloudbase Solutions\Cloudbase-Init\conf\Unattend.xml'
-    if (-not (Test-Path -Path $unattend)) {
-        throw ('{0} is missing' -f $unattend)
-    }
     # The installation's answer file held the build's Administrator password;
     # Windows keeps a copy, and an auto-logon may have left it in the registry.
     Remove-Item -Path (Join-Path $env:SystemRoot 'Panther\unattend.xml') -Force -ErrorAction SilentlyContinue

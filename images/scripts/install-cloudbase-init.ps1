@@ -45,8 +45,9 @@ if ([version]$entry.DisplayVersion -lt [version]$env:CAPWIN_CLOUDBASE_INIT_MIN_V
 Write-Output ('{0} installed ({1})' -f $entry.DisplayName, $entry.DisplayVersion)
 
 # The platform's configuration replaces what the MSI generated: the main
-# service's cloudbase-init.conf, and on vSphere cloudbase-init-unattend.conf,
-# which the MSI's Unattend.xml runs in the specialize pass after sysprep.
+# service's cloudbase-init.conf and cloudbase-init-unattend.conf, which the
+# MSI's Unattend.xml runs in the specialize pass after sysprep (both
+# platforms' sysprep uses that Unattend.xml).
 foreach ($name in @('cloudbase-init.conf', 'cloudbase-init-unattend.conf')) {
     $source = Join-Path $env:CAPWIN_STAGING $name
     if (Test-Path -Path $source) {
@@ -54,8 +55,10 @@ foreach ($name in @('cloudbase-init.conf', 'cloudbase-init-unattend.conf')) {
         Write-Output ('{0} written' -f (Join-Path $confDir $name))
     }
 }
-if (-not (Test-Path -Path (Join-Path $env:CAPWIN_STAGING 'cloudbase-init.conf'))) {
-    throw ('no cloudbase-init.conf was uploaded to {0}' -f $env:CAPWIN_STAGING)
+foreach ($name in @('cloudbase-init.conf', 'cloudbase-init-unattend.conf')) {
+    if (-not (Test-Path -Path (Join-Path $env:CAPWIN_STAGING $name))) {
+        throw ('no {0} was uploaded to {1}' -f $name, $env:CAPWIN_STAGING)
+    }
 }
 
 # The service must first run on a machine made from the image, not on the

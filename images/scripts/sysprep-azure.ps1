@@ -1,10 +1,21 @@
-# Azure only: generalizes the VM the way the Packer azure-arm builder
-# documents. The Azure guest agent takes part in sysprep, so its services must
-# run first; sysprep /quit leaves the VM running and the builder captures it
-# once the image state says it is ready. No answer file is passed: Azure
-# provisions a generalized image with its own.
+# Azure only: generalizes the VM, the last step of the build. The sequence is
+# the one the Packer azure-arm builder documents (its guest agent services
+# running first, since the agent takes part in sysprep; sysprep /quit leaves
+# the VM running; the builder captures it once the image state says it is
+# generalized), with cloudbase-init's Unattend.xml as the answer file, as
+# image-builder's Azure Windows images do. Sysprep keeps that answer file and
+# Windows Setup runs with it on each new VM: it skips the OOBE screens and
+# runs cloudbase-init with cloudbase-init-unattend.conf in the specialize
+# pass. Azure's own Windows provisioning (computer name, administrator, guest
+# agent, the report that the VM is ready) does not run; the cloudbase-init
+# service does that work (images/files/cloudbase-init/azure/).
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
+
+$unattend = Join-Path $env:ProgramFiles 'Cloudbase Solutions\Cloudbase-Init\conf\Unattend.xml'
+if (-not (Test-Path -Path $unattend)) {
+    throw ('{0} is missing: without it Azure provisions the VM with its own answer file and nothing reports it ready' -f $unattend)
+}
 
 foreach ($service in Get-Service -Name @('RdAgent', 'WindowsAzureTelemetryService', 'WindowsAzureGuestAgent') -ErrorAction SilentlyContinue) {
     while ((Get-Service -Name $service.Name).Status -ne 'Running') {
@@ -12,14 +23,18 @@ foreach ($service in Get-Service -Name @('RdAgent', 'WindowsAzureTelemetryServic
     }
 }
 # Sysprep would leave the built-in Administrator marked "must change
-# password at next logon", which stalls Azure's first-boot provisioning
-# (OSProvisioningTimedOut); Azure creates the VM's own administrator. An
-# answer file left by an earlier step would be applied instead of Azure's.
+# password at next logon", which image-builder found to stall first boot with
+# this answer file (intermittent OSProvisioningTimedOut, image-builder PR
+# #2117); it stays disabled, and cloudbase-init makes the osProfile's
+# administrator as an account of its own. The built-in account is found by
+# its SID (RID 500), whatever it is named. maxpwage: no local password
+# expires while the image waits to be used.
 & net.exe accounts /maxpwage:unlimited
 if ($LASTEXITCODE -ne 0) { throw "net accounts /maxpwage:unlimited exited $LASTEXITCODE" }
-Disable-LocalUser -Name Administrator
+Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Disable-LocalUser
+# An answer file left here would be applied instead of the one passed.
 Remove-Item -Path (Join-Path $env:SystemRoot 'System32\Sysprep\unattend.xml') -Force -ErrorAction SilentlyContinue
-& (Join-Path $env:SystemRoot 'System32\Sysprep\Sysprep.exe') /oobe /generalize /quiet /quit /mode:vm
+& (Join-Path $env:SystemRoot 'System32\Sysprep\Sysprep.exe') /oobe /generalize /quiet /quit /mode:vm ('/unattend:{0}' -f $unattend)
 while ($true) {
     $imageState = (Get-ItemProperty -Path 'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Setup\State').ImageState
     if ($imageState -eq 'IMAGE_STATE_GENERALIZE_RESEAL_TO_OOBE') {
@@ -28,5 +43,5 @@ while ($true) {
     Write-Output $imageState
     Start-Sleep -Seconds 10
 }
-Write-Output 'generalized'
+Write-Output ('generalized with {0}' -f $unattend)
 exit 0
