@@ -242,7 +242,7 @@ func (r *HybridMachineReconciler) scope(ctx context.Context, hm *infrav1.HybridM
 		return nil, err
 	}
 	s := &machineScope{hm: hm, machine: machine, cluster: cluster, hc: hc}
-	s.vm = platform.Machine{HybridMachine: hm, ComputerName: computerName(hm, machine)}
+	s.vm = platform.Machine{HybridMachine: hm, ComputerName: computerName(hm, machine), FailureDomain: machine.Spec.FailureDomain}
 	return s, nil
 }
 
@@ -430,6 +430,10 @@ func (r *HybridMachineReconciler) clearBootstrapData(ctx context.Context, s *mac
 		return retryAfterProvisioned(err)
 	}
 	if cleared {
+		if k, ok := s.platform.(platform.BootstrapDataKeeper); ok {
+			setBootstrapDataCleared(s.hm, bootstrapDataKept(k.KeptBootstrapData()))
+			return ctrl.Result{}, true, nil
+		}
 		setBootstrapDataCleared(s.hm, bootstrapDataCleared())
 		ctrl.LoggerFrom(ctx).Info("The bootstrap data is cleared from the VM")
 		return ctrl.Result{}, true, nil

@@ -83,6 +83,13 @@ func bootstrapDataCleared() metav1.Condition {
 	return metav1.Condition{Status: metav1.ConditionTrue, Reason: infrav1.HybridMachineBootstrapDataClearedReason}
 }
 
+// bootstrapDataKept is the BootstrapDataCleared condition on a platform
+// that keeps the data where capwin cannot remove it: true, as nothing is
+// left to do, with the platform's words on where it stays.
+func bootstrapDataKept(where string) metav1.Condition {
+	return metav1.Condition{Status: metav1.ConditionTrue, Reason: infrav1.HybridMachineBootstrapDataKeptReason, Message: where}
+}
+
 // vmProvisioned is the VMProvisioned condition of an EnsureMachine state:
 // creating or starting while an operation runs, true once none does (with
 // reason NetworkNotApplied when the guest did not take its static address).
@@ -196,11 +203,17 @@ func sessionExpired(err error) (errorOutcome, bool) {
 }
 
 // deleteErrorOutcome maps a platform error met while deleting a machine: a
-// failed power-off or delete is reported and retried with backoff.
+// platform that is unavailable (throttled, unreachable) is tried again
+// after its RetryAfter; a failed power-off or delete is reported and
+// retried with backoff.
 func deleteErrorOutcome(err error) errorOutcome {
 	if o, ok := sessionExpired(err); ok {
 		return o
 	}
 	c := notYet(infrav1.HybridMachineDeletingReason, err.Error())
+	if errors.Is(err, platform.ErrUnavailable) {
+		// Throttled or unreachable: tried again when the platform asked.
+		return errorOutcome{condition: &c, result: ctrl.Result{RequeueAfter: platform.RetryAfter(err)}}
+	}
 	return errorOutcome{condition: &c, err: err}
 }

@@ -591,9 +591,9 @@ func TestPausedClusterMakesNoVM(t *testing.T) {
 	}, eventually).Should(Succeed())
 }
 
-// TestAzureClusterNotSupportedYet: an Azure HybridCluster is accepted and
-// says plainly that this build does not act on it.
-func TestAzureClusterNotSupportedYet(t *testing.T) {
+// TestAzureClusterNamesTheKeysItLacks: an Azure HybridCluster whose Secret
+// holds a vCenter login says which keys an Azure login needs.
+func TestAzureClusterNamesTheKeysItLacks(t *testing.T) {
 	g := NewWithT(t)
 	v := vspheresim.StartT(t)
 	ns := newNamespace(t)
@@ -610,7 +610,8 @@ func TestAzureClusterNotSupportedYet(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		hc := &infrav1.HybridCluster{}
 		g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, hc)).To(Succeed())
-		g.Expect(condReason(g, hc, infrav1.HybridClusterPlatformAvailableCondition)).To(Equal(infrav1.HybridClusterPlatformNotSupportedReason))
+		g.Expect(condReason(g, hc, infrav1.HybridClusterPlatformAvailableCondition)).To(Equal(infrav1.HybridClusterCredentialsNotFoundReason))
+		g.Expect(conditions.Get(hc, infrav1.HybridClusterPlatformAvailableCondition).Message).To(ContainSubstring("must have the keys tenantID and clientID and clientSecret"))
 		g.Expect(hc.Status.Initialization.Provisioned).To(BeNil())
 	}, eventually).Should(Succeed())
 }

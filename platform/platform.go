@@ -57,6 +57,17 @@ type Machine struct {
 	// exists; after, only while the node has not joined and the data may
 	// differ from the VM's, for EnsureMachine to compare.
 	BootstrapData []byte
+	// FailureDomain is the Machine's failure domain (an Azure availability
+	// zone); empty for none.
+	FailureDomain string
+}
+
+// BootstrapDataKeeper is a Platform whose VMs keep their bootstrap data
+// where capwin cannot remove it (Azure's customData): BootstrapDataCleared
+// is always true, and KeptBootstrapData says where the data stays, for the
+// BootstrapDataCleared condition.
+type BootstrapDataKeeper interface {
+	KeptBootstrapData() string
 }
 
 // MachineState is what EnsureMachine found or started.

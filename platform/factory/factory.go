@@ -11,6 +11,7 @@ import (
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/platform"
+	"github.com/capwin/capwin/platform/azure"
 	"github.com/capwin/capwin/platform/vsphere"
 )
 
@@ -24,13 +25,16 @@ type Factory struct {
 	// VSphere is the vCenter session cache, one session per server and
 	// credentials.
 	VSphere *vsphere.Sessions
+	// Azure is the ARM client cache, one set of clients per login and
+	// subscription.
+	Azure *azure.Clients
 }
 
 var _ platform.Factory = &Factory{}
 
 // New returns a Factory with empty session caches.
 func New(c client.Reader, controllerNamespace string) *Factory {
-	return &Factory{Client: c, ControllerNamespace: controllerNamespace, VSphere: vsphere.NewSessions()}
+	return &Factory{Client: c, ControllerNamespace: controllerNamespace, VSphere: vsphere.NewSessions(), Azure: azure.NewClients(azure.Options{})}
 }
 
 // For returns the platform the HybridCluster's spec names, logged in.
@@ -51,13 +55,19 @@ func (f *Factory) For(ctx context.Context, hc *infrav1.HybridCluster) (platform.
 		}
 		return p, nil
 	case infrav1.PlatformAzure:
-		return nil, platform.NewError(platform.ErrNotSupported, "This build of capwin has no Azure controller yet; spec.azure is accepted but not acted on")
+		secret, err := platform.CredentialsSecret(ctx, f.Client, f.ControllerNamespace, hc)
+		if err != nil {
+			return nil, err
+		}
+		return azure.New(f.Azure, secret, hc)
 	}
 	return nil, fmt.Errorf("%w: HybridCluster %s sets neither spec.vsphere nor spec.azure", platform.ErrInvalid, hc.Name)
 }
 
 // Supports reports whether For implements the platform.
-func (f *Factory) Supports(name string) bool { return name == infrav1.PlatformVSphere }
+func (f *Factory) Supports(name string) bool {
+	return name == infrav1.PlatformVSphere || name == infrav1.PlatformAzure
+}
 
 // Start runs the platforms' background work until ctx ends: it logs out of
 // idle vCenter sessions, and of all of them at the end.

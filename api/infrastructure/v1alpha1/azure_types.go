@@ -15,7 +15,8 @@ type AzureClusterSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	Location string `json:"location,omitempty"`
 
-	// resourceGroup holds the cluster's resources; created when missing.
+	// resourceGroup holds the cluster's resources. capwin does not create
+	// it yet: it must exist, with the virtual network and its subnets.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=90
@@ -26,8 +27,11 @@ type AzureClusterSpec struct {
 	Network AzureNetworkSpec `json:"network,omitempty,omitzero"`
 
 	// identityRef names the credentials: a Secret in the HybridCluster's
-	// namespace (keys tenantID, clientID, clientSecret), or a
-	// HybridClusterIdentity whose allowedNamespaces admit this namespace.
+	// namespace, or a HybridClusterIdentity whose allowedNamespaces admit
+	// this namespace. The Secret's key type is ServicePrincipal (the
+	// default; keys tenantID, clientID, clientSecret), WorkloadIdentity
+	// (tenantID, clientID; the manager's federated token) or
+	// ManagedIdentity (clientID of a user-assigned identity).
 	// +required
 	IdentityRef IdentityReference `json:"identityRef,omitempty,omitzero"`
 }
@@ -199,7 +203,8 @@ type AzureMachineSpec struct {
 	// +optional
 	OSDisk AzureOSDisk `json:"osDisk,omitempty,omitzero"`
 
-	// licenseType is Windows_Server to use Azure Hybrid Benefit; Windows only.
+	// licenseType is Windows_Server to use Azure Hybrid Benefit; Windows
+	// only (a Linux machine's VM gets no license type).
 	// +optional
 	LicenseType AzureLicenseType `json:"licenseType,omitempty"`
 

@@ -101,6 +101,10 @@ const (
 	HybridMachineBootstrapDataClearedCondition = "BootstrapDataCleared"
 	// HybridMachineBootstrapDataClearedReason means the user data is gone.
 	HybridMachineBootstrapDataClearedReason = "Cleared"
+	// HybridMachineBootstrapDataKeptReason: the platform keeps the VM's
+	// bootstrap data where capwin cannot remove it (Azure's customData);
+	// the message says where.
+	HybridMachineBootstrapDataKeptReason = "KeptByPlatform"
 	// HybridMachineWaitingForNodeReason means the node has not joined yet.
 	HybridMachineWaitingForNodeReason = "WaitingForNode"
 	// HybridMachineClearingReason means the node joined and the platform

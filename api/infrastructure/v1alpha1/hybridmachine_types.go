@@ -46,9 +46,10 @@ type HybridMachineSpec struct {
 	// them to its default user, which a cloud-config with its own users
 	// list (as the kubeadm bootstrap provider writes) does not have: there
 	// they go to root, which cloud-init refuses for logins, so a Linux
-	// node's keys belong in its KubeadmConfig's users. On Azure this
-	// waits for capwin's Azure support. Written to the VM when it is
-	// created, so immutable.
+	// node's keys belong in its KubeadmConfig's users. On Azure they are
+	// not delivered yet: Azure hands a Windows VM no SSH keys, and capwin
+	// does not yet put them in the customData. Written to the VM when it
+	// is created, so immutable.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
@@ -75,11 +76,11 @@ type HybridMachineInitializationStatus struct {
 }
 
 // MachineOperationType is what a long-running platform operation does.
-// +kubebuilder:validation:Enum=Create;WaitForCreate;Configure;PowerOn;WriteBootstrapData;ClearBootstrapData;PowerOff;Delete
+// +kubebuilder:validation:Enum=Create;WaitForCreate;Configure;PowerOn;WriteBootstrapData;ClearBootstrapData;PowerOff;Delete;CreateNetworkInterface;DeleteNetworkInterface;DeleteDisk
 type MachineOperationType string
 
 const (
-	// MachineOperationCreate makes the VM (a vSphere clone).
+	// MachineOperationCreate makes the VM (a vSphere clone, an Azure VM).
 	MachineOperationCreate MachineOperationType = "Create"
 	// MachineOperationWaitForCreate waits, while a machine that was never
 	// provisioned is deleted, for a create that may be the machine's own
@@ -102,6 +103,15 @@ const (
 	MachineOperationPowerOff MachineOperationType = "PowerOff"
 	// MachineOperationDelete deletes the VM.
 	MachineOperationDelete MachineOperationType = "Delete"
+	// MachineOperationCreateNetworkInterface makes the VM's network
+	// interface before the VM (Azure).
+	MachineOperationCreateNetworkInterface MachineOperationType = "CreateNetworkInterface"
+	// MachineOperationDeleteNetworkInterface deletes a network interface
+	// that outlived its VM (Azure).
+	MachineOperationDeleteNetworkInterface MachineOperationType = "DeleteNetworkInterface"
+	// MachineOperationDeleteDisk deletes an OS disk that outlived its VM
+	// (Azure).
+	MachineOperationDeleteDisk MachineOperationType = "DeleteDisk"
 )
 
 // MachineOperation is a long-running operation the controller started on the
@@ -113,9 +123,10 @@ type MachineOperation struct {
 	Type MachineOperationType `json:"type,omitempty"`
 
 	// id identifies the operation to its platform: on vSphere, the managed
-	// object ID of a vCenter task (task-42). The VM itself is found by an
-	// ID derived from the HybridMachine's namespace and name, never by this
-	// field.
+	// object ID of a vCenter task (task-42); on Azure, the resume token of
+	// the Azure SDK's poller for the long-running operation. The VM itself
+	// is found by an ID or name derived from the HybridMachine, never by
+	// this field.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=8192

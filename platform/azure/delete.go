@@ -1,0 +1,114 @@
+package azure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v7"
+	"k8s.io/utils/ptr"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/platform"
+)
+
+// DeleteMachine deletes the machine's VM, then its network interface and
+// OS disk if they outlived it, one operation per call; gone once none of
+// them is left. A create still running is waited for first. Resources
+// that carry another machine's tag are left alone.
+func (p *Platform) DeleteMachine(ctx context.Context, m *platform.Machine) (bool, infrav1.MachineOperation, error) {
+	hm := m.HybridMachine
+	if hm.Spec.Azure == nil {
+		return false, infrav1.MachineOperation{}, fmt.Errorf("%w: spec.azure must be set: a HybridMachine is on its HybridCluster's platform, Azure", platform.ErrInvalid)
+	}
+	n := namesOf(m.ComputerName)
+	op := hm.Status.Operation
+	var (
+		done bool
+		next infrav1.MachineOperation
+		err  error
+	)
+	switch op.Type {
+	case infrav1.MachineOperationCreateNetworkInterface:
+		poller, rerr := p.clients.interfaces.BeginCreateOrUpdate(ctx, p.group(), n.nic, armnetwork.Interface{}, &armnetwork.InterfacesClientBeginCreateOrUpdateOptions{ResumeToken: op.ID})
+		done, next, err = pollOnce(ctx, "creating network interface "+n.nic, op, poller, rerr)
+	case infrav1.MachineOperationCreate:
+		poller, rerr := p.clients.vms.BeginCreateOrUpdate(ctx, p.group(), n.vm, armcompute.VirtualMachine{}, &armcompute.VirtualMachinesClientBeginCreateOrUpdateOptions{ResumeToken: op.ID})
+		done, next, err = pollOnce(ctx, "creating VM "+n.vm, op, poller, rerr)
+	case infrav1.MachineOperationPowerOn:
+		poller, rerr := p.clients.vms.BeginStart(ctx, p.group(), n.vm, &armcompute.VirtualMachinesClientBeginStartOptions{ResumeToken: op.ID})
+		done, next, err = pollOnce(ctx, "starting VM "+n.vm, op, poller, rerr)
+	case infrav1.MachineOperationDelete:
+		poller, rerr := p.clients.vms.BeginDelete(ctx, p.group(), n.vm, &armcompute.VirtualMachinesClientBeginDeleteOptions{ResumeToken: op.ID})
+		done, next, err = pollOnce(ctx, "deleting VM "+n.vm, op, poller, rerr)
+	case infrav1.MachineOperationDeleteNetworkInterface:
+		poller, rerr := p.clients.interfaces.BeginDelete(ctx, p.group(), n.nic, &armnetwork.InterfacesClientBeginDeleteOptions{ResumeToken: op.ID})
+		done, next, err = pollOnce(ctx, "deleting network interface "+n.nic, op, poller, rerr)
+	case infrav1.MachineOperationDeleteDisk:
+		poller, rerr := p.clients.disks.BeginDelete(ctx, p.group(), n.disk, &armcompute.DisksClientBeginDeleteOptions{ResumeToken: op.ID})
+		done, next, err = pollOnce(ctx, "deleting disk "+n.disk, op, poller, rerr)
+	default:
+		done = true
+	}
+	if !done && err == nil {
+		return false, next, nil
+	}
+	if err != nil && !isOperationFailed(err) {
+		return false, next, err
+	}
+	// A failed create or start is deleted like any other; a failed delete
+	// is tried again below.
+
+	vm, err := p.getVM(ctx, n)
+	if err != nil {
+		return false, infrav1.MachineOperation{}, err
+	}
+	if vm != nil && ownedBy("VM", n.vm, vm.Tags, hm) == nil {
+		if ptr.Deref(vm.Properties.ProvisioningState, "") == "Deleting" {
+			return false, infrav1.MachineOperation{}, waitFor("VM", n.vm, "Deleting")
+		}
+		poller, err := p.clients.vms.BeginDelete(ctx, p.group(), n.vm, nil)
+		if err != nil {
+			return false, infrav1.MachineOperation{}, classify("deleting VM "+n.vm, err)
+		}
+		if op, err := started(infrav1.MachineOperationDelete, poller); err != nil || !op.IsZero() {
+			return false, op, err
+		}
+	}
+
+	nic, err := p.getNIC(ctx, n)
+	if err != nil {
+		return false, infrav1.MachineOperation{}, err
+	}
+	if nic != nil && ownedBy("Network interface", n.nic, nic.Tags, hm) == nil {
+		poller, err := p.clients.interfaces.BeginDelete(ctx, p.group(), n.nic, nil)
+		if err != nil {
+			return false, infrav1.MachineOperation{}, classify("deleting network interface "+n.nic, err)
+		}
+		if op, err := started(infrav1.MachineOperationDeleteNetworkInterface, poller); err != nil || !op.IsZero() {
+			return false, op, err
+		}
+	}
+
+	disk, err := p.clients.disks.Get(ctx, p.group(), n.disk, nil)
+	switch {
+	case isNotFound(err):
+	case err != nil:
+		return false, infrav1.MachineOperation{}, classify("reading disk "+n.disk, err)
+	case disk.ManagedBy == nil && (ownedBy("Disk", n.disk, disk.Tags, hm) == nil || disk.Tags[OwnerTag] == nil):
+		// Azure gives an OS disk made from the VM's osDisk no tags of
+		// its own: a disk with the machine's name that no VM holds is
+		// the machine's (a disk another machine's VM holds is its own).
+		poller, err := p.clients.disks.BeginDelete(ctx, p.group(), n.disk, nil)
+		if err != nil {
+			return false, infrav1.MachineOperation{}, classify("deleting disk "+n.disk, err)
+		}
+		if op, err := started(infrav1.MachineOperationDeleteDisk, poller); err != nil || !op.IsZero() {
+			return false, op, err
+		}
+	}
+	return true, infrav1.MachineOperation{}, nil
+}
+
+func isOperationFailed(err error) bool { return errors.Is(err, platform.ErrOperationFailed) }
