@@ -472,7 +472,12 @@ func pollOnce[T any](ctx context.Context, what string, op infrav1.MachineOperati
 		return true, infrav1.MachineOperation{}, nil
 	}
 	if !poller.Done() {
-		if _, err := poller.Poll(ctx); err != nil {
+		resp, err := poller.Poll(ctx)
+		if resp != nil {
+			// The poller has read the body into memory already.
+			_ = resp.Body.Close()
+		}
+		if err != nil {
 			if failed(err) {
 				return false, infrav1.MachineOperation{}, fmt.Errorf("%w: %w", platform.ErrOperationFailed, classify(what, err))
 			}

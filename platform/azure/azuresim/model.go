@@ -3,365 +3,289 @@ package azuresim
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/netip"
-	"regexp"
+	"sort"
 	"strings"
+	"sync"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
-	computefake "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7/fake"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v7"
-	networkfake "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v7/fake"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources"
-	resourcesfake "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/fake"
-	"k8s.io/utils/ptr"
 )
 
-// clone deep-copies a model object through JSON, as the wire would.
-func clone[T any](v *T) T {
-	data, err := json.Marshal(v)
+// Options configures a simulated cloud.
+type Options struct {
+	// SubscriptionID is the one subscription every resource lives in; a
+	// request for another subscription gets 404 SubscriptionNotFound.
+	SubscriptionID string
+	// Polls is how many polls each long-running write needs before it ends;
+	// with 0 the response to the Begin request is already terminal.
+	Polls int
+	// WritesPerSecond, when > 0, limits PUT, PATCH and DELETE requests (not
+	// polls, not GETs) with a token bucket of this rate. A write over the
+	// limit gets 429 TooManyRequests with a Retry-After header holding the
+	// whole seconds until a token is free (at least 1).
+	WritesPerSecond float64
+	// WriteBurst is the size of the token bucket; 0 means WritesPerSecond
+	// rounded up.
+	WriteBurst int
+}
+
+// Cloud is one simulated Azure subscription. It is safe for concurrent use.
+type Cloud struct {
+	opts Options
+
+	// mu guards every field below it.
+	mu       sync.Mutex
+	rgs      map[string]*armresources.ResourceGroup // by lower-cased name
+	vnets    map[string]*armnetwork.VirtualNetwork  // by lower-cased ID, subnets inline
+	nsgs     map[string]*armnetwork.SecurityGroup
+	rts      map[string]*armnetwork.RouteTable
+	nics     map[string]*armnetwork.Interface
+	vms      map[string]*armcompute.VirtualMachine // with adminPassword and customData
+	disks    map[string]*armcompute.Disk
+	pending  map[string]uint64 // lower-cased ID → the operation on it that has not ended
+	deleting map[string]bool   // lower-cased IDs of resources whose delete has not ended
+	nextOp   uint64
+	created  []func(vm armcompute.VirtualMachine)
+
+	tr *transport
+}
+
+// New returns an empty simulated cloud.
+func New(o Options) *Cloud {
+	c := &Cloud{
+		opts:     o,
+		rgs:      map[string]*armresources.ResourceGroup{},
+		vnets:    map[string]*armnetwork.VirtualNetwork{},
+		nsgs:     map[string]*armnetwork.SecurityGroup{},
+		rts:      map[string]*armnetwork.RouteTable{},
+		nics:     map[string]*armnetwork.Interface{},
+		vms:      map[string]*armcompute.VirtualMachine{},
+		disks:    map[string]*armcompute.Disk{},
+		pending:  map[string]uint64{},
+		deleting: map[string]bool{},
+	}
+	c.tr = newTransport(c)
+	return c
+}
+
+// OnVMCreated registers f, called in its own goroutine once per VM when the
+// VM's create operation ends with Succeeded. The VM passed to f includes
+// osProfile.customData.
+func (c *Cloud) OnVMCreated(f func(vm armcompute.VirtualMachine)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.created = append(c.created, f)
+}
+
+// VirtualMachines returns a copy of every VM, sorted by ID, including
+// osProfile.adminPassword and osProfile.customData.
+func (c *Cloud) VirtualMachines() []armcompute.VirtualMachine {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return sortedCopies(c.vms, func(v *armcompute.VirtualMachine) *string { return v.ID })
+}
+
+// Interfaces returns a copy of every network interface, sorted by ID.
+func (c *Cloud) Interfaces() []armnetwork.Interface {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return sortedCopies(c.nics, func(v *armnetwork.Interface) *string { return v.ID })
+}
+
+// Disks returns a copy of every managed disk, sorted by ID.
+func (c *Cloud) Disks() []armcompute.Disk {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return sortedCopies(c.disks, func(v *armcompute.Disk) *string { return v.ID })
+}
+
+// ResourceGroups returns a copy of every resource group, sorted by ID.
+func (c *Cloud) ResourceGroups() []armresources.ResourceGroup {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return sortedCopies(c.rgs, func(v *armresources.ResourceGroup) *string { return v.ID })
+}
+
+// sortedCopies deep-copies the values of m and sorts them by the ID id returns.
+func sortedCopies[T any](m map[string]*T, id func(*T) *string) []T {
+	out := make([]T, 0, len(m))
+	for _, v := range m {
+		out = append(out, clone(*v))
+	}
+	sort.Slice(out, func(i, j int) bool { return deref(id(&out[i])) < deref(id(&out[j])) })
+	return out
+}
+
+// clone deep-copies an SDK model value through its JSON form, the same way
+// it travels between client and server.
+func clone[T any](v T) T {
+	b, err := json.Marshal(v)
 	if err != nil {
-		panic(err)
+		panic(fmt.Sprintf("azuresim: marshal %T: %v", v, err))
 	}
 	var out T
-	if err := json.Unmarshal(data, &out); err != nil {
-		panic(err)
+	if err := json.Unmarshal(b, &out); err != nil {
+		panic(fmt.Sprintf("azuresim: unmarshal %T: %v", v, err))
 	}
 	return out
 }
 
-// lro answers a Begin call: Polls polls, then result; end runs when the
-// operation ends. c.mu is held.
-func lro[T any](c *Cloud, path string, status int, result T, end func()) azfake.PollerResponder[T] {
-	var r azfake.PollerResponder[T]
-	for range c.o.Polls {
-		r.AddNonTerminalResponse(http.StatusOK, nil)
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
 	}
-	r.SetTerminalResponse(status, result, nil)
-	c.pending[strings.ToLower(path)] = end
+	return *p
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// key is the map key of a resource ID: Azure compares IDs without case.
+func key(id string) string { return strings.ToLower(strings.TrimSuffix(id, "/")) }
+
+// newGUID returns a random version 4 UUID in its text form.
+func newGUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// newHex returns n random lower-case hex digits.
+func newHex(n int) string {
+	b := make([]byte, (n+1)/2)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)[:n]
+}
+
+// groupID is the ID of the resource group named rg, in the casing it was created with.
+func (c *Cloud) groupID(rg string) string {
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s", c.opts.SubscriptionID, rg)
+}
+
+// resourceID builds the ID of a resource of type typ ("Microsoft.Network/networkInterfaces") in group rg.
+func (c *Cloud) resourceID(rg, typ, name string) string {
+	return fmt.Sprintf("%s/providers/%s/%s", c.groupID(rg), typ, name)
+}
+
+// group returns the resource group named rg; the caller holds c.mu.
+// A missing group gives 404 ResourceGroupNotFound, a group being deleted
+// (when forWrite) 409 ResourceGroupBeingDeleted.
+func (c *Cloud) group(rg string, forWrite bool) (*armresources.ResourceGroup, *armError) {
+	g := c.rgs[strings.ToLower(rg)]
+	if g == nil {
+		return nil, errf(http.StatusNotFound, "ResourceGroupNotFound", "", "Resource group '%s' could not be found.", rg)
+	}
+	if forWrite && deref(g.Properties.ProvisioningState) == "Deleting" {
+		return nil, errf(http.StatusConflict, "ResourceGroupBeingDeleted", "", "The resource group '%s' is in deprovisioning state and cannot perform this operation.", rg)
+	}
+	return g, nil
+}
+
+// armError is an ARM error response; the transport turns it into an HTTP
+// response with the body {"error":{"code","message","target"}}.
+type armError struct {
+	Status  int
+	Code    string
+	Message string
+	Target  string
+}
+
+func (e *armError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// errf builds an armError with a formatted message.
+func errf(status int, code, target, format string, args ...any) *armError {
+	return &armError{Status: status, Code: code, Target: target, Message: fmt.Sprintf(format, args...)}
+}
+
+// errResponder hands an armError to a fake server.
+func errResponder(e *armError) azfake.ErrorResponder {
+	var r azfake.ErrorResponder
+	if e != nil {
+		r.SetError(e)
+	}
 	return r
 }
 
-// --- Resource groups ---------------------------------------------------
-
-func (c *Cloud) groupServer() resourcesfake.ResourceGroupsServer {
-	return resourcesfake.ResourceGroupsServer{
-		CreateOrUpdate: func(_ context.Context, name string, g armresources.ResourceGroup, _ *armresources.ResourceGroupsClientCreateOrUpdateOptions) (resp azfake.Responder[armresources.ResourceGroupsClientCreateOrUpdateResponse], errResp azfake.ErrorResponder) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			g.ID = ptr.To(fmt.Sprintf("/subscriptions/%s/resourceGroups/%s", c.o.SubscriptionID, name))
-			g.Name = ptr.To(name)
-			g.Properties = &armresources.ResourceGroupProperties{ProvisioningState: ptr.To("Succeeded")}
-			c.groups[key(name)] = &g
-			resp.SetResponse(http.StatusOK, armresources.ResourceGroupsClientCreateOrUpdateResponse{ResourceGroup: clone(&g)}, nil)
-			return
-		},
-		Get: func(ctx context.Context, name string, _ *armresources.ResourceGroupsClientGetOptions) (resp azfake.Responder[armresources.ResourceGroupsClientGetResponse], errResp azfake.ErrorResponder) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			g := c.groups[key(name)]
-			if g == nil {
-				errResp = fail(ctx, http.StatusNotFound, "ResourceGroupNotFound", "Resource group '%s' could not be found.", name)
-				return
-			}
-			resp.SetResponse(http.StatusOK, armresources.ResourceGroupsClientGetResponse{ResourceGroup: clone(g)}, nil)
-			return
-		},
-	}
+// notFound is the 404 ResourceNotFound Azure answers for a missing resource.
+func notFound(typ, name, rg string) *armError {
+	return errf(http.StatusNotFound, "ResourceNotFound", "", "The Resource '%s/%s' under resource group '%s' was not found.", typ, name, rg)
 }
 
-// ResourceGroups are the resource groups, by name.
-func (c *Cloud) ResourceGroups() []armresources.ResourceGroup {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return sorted(c.groups, clone[armresources.ResourceGroup])
-}
+// opCtxKey is the context key under which the transport passes the
+// identity of the operation a request starts or polls.
+type opCtxKey struct{}
 
-// --- Virtual networks and subnets --------------------------------------
-
-func (c *Cloud) vnetServer() networkfake.VirtualNetworksServer {
-	return networkfake.VirtualNetworksServer{
-		BeginCreateOrUpdate: func(ctx context.Context, group, name string, v armnetwork.VirtualNetwork, _ *armnetwork.VirtualNetworksClientBeginCreateOrUpdateOptions) (resp azfake.PollerResponder[armnetwork.VirtualNetworksClientCreateOrUpdateResponse], errResp azfake.ErrorResponder) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if !c.groupExists(group) {
-				errResp = fail(ctx, http.StatusNotFound, "ResourceGroupNotFound", "Resource group '%s' could not be found.", group)
-				return
-			}
-			if v.Properties == nil || v.Properties.AddressSpace == nil || len(v.Properties.AddressSpace.AddressPrefixes) == 0 {
-				errResp = fail(ctx, http.StatusBadRequest, "InvalidAddressSpace", "Virtual network %s has no address space.", name)
-				return
-			}
-			id := c.id(group, "Microsoft.Network", "virtualNetworks", name)
-			v.ID, v.Name = ptr.To(id), ptr.To(name)
-			var prefixes []netip.Prefix
-			for _, s := range v.Properties.Subnets {
-				p, err := netip.ParsePrefix(ptr.Deref(s.Properties.AddressPrefix, ""))
-				if err != nil || !within(p, v.Properties.AddressSpace.AddressPrefixes) {
-					errResp = fail(ctx, http.StatusBadRequest, "NetcfgInvalidSubnet", "Subnet '%s' is not valid in virtual network '%s'.", ptr.Deref(s.Name, ""), name)
-					return
-				}
-				for _, q := range prefixes {
-					if q.Overlaps(p) {
-						errResp = fail(ctx, http.StatusBadRequest, "NetcfgSubnetRangesOverlap", "Subnet '%s' overlaps another subnet of '%s'.", ptr.Deref(s.Name, ""), name)
-						return
-					}
-				}
-				prefixes = append(prefixes, p)
-				s.ID = ptr.To(id + "/subnets/" + ptr.Deref(s.Name, ""))
-				s.Properties.ProvisioningState = ptr.To(armnetwork.ProvisioningStateSucceeded)
-			}
-			v.Properties.ProvisioningState = ptr.To(armnetwork.ProvisioningStateUpdating)
-			c.vnets[key(group, name)] = &v
-			done := clone(&v)
-			done.Properties.ProvisioningState = ptr.To(armnetwork.ProvisioningStateSucceeded)
-			resp = lro(c, id, http.StatusOK, armnetwork.VirtualNetworksClientCreateOrUpdateResponse{VirtualNetwork: done}, func() {
-				c.mu.Lock()
-				defer c.mu.Unlock()
-				if v := c.vnets[key(group, name)]; v != nil {
-					v.Properties.ProvisioningState = ptr.To(armnetwork.ProvisioningStateSucceeded)
-				}
-			})
+// startOp marks the resource with lower-cased ID k as having an operation
+// in progress and registers commit, which the transport runs when the
+// operation ends. commit runs only if no later operation replaced this one
+// on the same resource; the caller holds c.mu, commit takes it itself.
+func (c *Cloud) startOp(ctx context.Context, k string, commit func()) {
+	c.nextOp++
+	op := c.nextOp
+	c.pending[k] = op
+	c.tr.register(ctx, func() {
+		c.mu.Lock()
+		if c.pending[k] != op {
+			c.mu.Unlock()
 			return
-		},
-		Get: func(ctx context.Context, group, name string, _ *armnetwork.VirtualNetworksClientGetOptions) (resp azfake.Responder[armnetwork.VirtualNetworksClientGetResponse], errResp azfake.ErrorResponder) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			v := c.vnets[key(group, name)]
-			if v == nil {
-				errResp = fail(ctx, http.StatusNotFound, "ResourceNotFound", "The Resource 'Microsoft.Network/virtualNetworks/%s' under resource group '%s' was not found.", name, group)
-				return
-			}
-			resp.SetResponse(http.StatusOK, armnetwork.VirtualNetworksClientGetResponse{VirtualNetwork: clone(v)}, nil)
-			return
-		},
-	}
-}
-
-func within(p netip.Prefix, space []*string) bool {
-	for _, s := range space {
-		q, err := netip.ParsePrefix(ptr.Deref(s, ""))
-		if err == nil && q.Bits() <= p.Bits() && q.Contains(p.Addr()) {
-			return true
 		}
-	}
-	return false
+		delete(c.pending, k)
+		commit()
+		c.mu.Unlock()
+	})
 }
 
-// subnet finds a subnet by its ID or names; c.mu is held.
-func (c *Cloud) subnet(group, vnet, name string) *armnetwork.Subnet {
-	v := c.vnets[key(group, vnet)]
-	if v == nil {
-		return nil
+// startDelete marks the resource with lower-cased ID k as being deleted
+// and runs remove when the delete ends; the caller holds c.mu.
+func (c *Cloud) startDelete(ctx context.Context, k string, remove func()) {
+	c.deleting[k] = true
+	c.startOp(ctx, k, func() {
+		delete(c.deleting, k)
+		remove()
+	})
+}
+
+// lro builds the poller responses of a write: Polls non-terminal responses,
+// then the terminal one. first is the status of the Begin response (201
+// for a create, 200 for an update, 202 for a delete).
+func lro[T any](c *Cloud, first int, result T) azfake.PollerResponder[T] {
+	var p azfake.PollerResponder[T]
+	final := http.StatusOK
+	if first == http.StatusCreated {
+		final = http.StatusCreated
 	}
-	for _, s := range v.Properties.Subnets {
-		if strings.EqualFold(ptr.Deref(s.Name, ""), name) {
-			return s
+	for i := 0; i < c.opts.Polls; i++ {
+		status := first
+		if i > 0 && first == http.StatusCreated {
+			status = http.StatusOK
 		}
+		p.AddNonTerminalResponse(status, nil)
+		final = http.StatusOK
 	}
-	return nil
+	p.SetTerminalResponse(final, result, nil)
+	return p
 }
 
-var subnetID = regexp.MustCompile(`(?i)^/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/Microsoft\.Network/virtualNetworks/([^/]+)/subnets/([^/]+)$`)
-
-func (c *Cloud) subnetServer() networkfake.SubnetsServer {
-	return networkfake.SubnetsServer{
-		Get: func(ctx context.Context, group, vnet, name string, _ *armnetwork.SubnetsClientGetOptions) (resp azfake.Responder[armnetwork.SubnetsClientGetResponse], errResp azfake.ErrorResponder) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			s := c.subnet(group, vnet, name)
-			if s == nil {
-				errResp = fail(ctx, http.StatusNotFound, "NotFound", "Subnet '%s' of virtual network '%s' was not found.", name, vnet)
-				return
-			}
-			resp.SetResponse(http.StatusOK, armnetwork.SubnetsClientGetResponse{Subnet: clone(s)}, nil)
-			return
-		},
-	}
+// deleted is the poller of a delete of a resource that does not exist:
+// ARM's delete is idempotent and answers 204 at once.
+func deleted[T any]() azfake.PollerResponder[T] {
+	var p azfake.PollerResponder[T]
+	var zero T
+	p.SetTerminalResponse(http.StatusNoContent, zero, nil)
+	return p
 }
 
-// --- Network interfaces ------------------------------------------------
-
-func (c *Cloud) nicServer() networkfake.InterfacesServer {
-	return networkfake.InterfacesServer{
-		BeginCreateOrUpdate: func(ctx context.Context, group, name string, nic armnetwork.Interface, _ *armnetwork.InterfacesClientBeginCreateOrUpdateOptions) (resp azfake.PollerResponder[armnetwork.InterfacesClientCreateOrUpdateResponse], errResp azfake.ErrorResponder) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if !c.groupExists(group) {
-				errResp = fail(ctx, http.StatusNotFound, "ResourceGroupNotFound", "Resource group '%s' could not be found.", group)
-				return
-			}
-			if nic.Properties == nil || len(nic.Properties.IPConfigurations) == 0 || nic.Properties.IPConfigurations[0].Properties == nil || nic.Properties.IPConfigurations[0].Properties.Subnet == nil {
-				errResp = fail(ctx, http.StatusBadRequest, "InvalidRequestFormat", "Network interface %s needs an IP configuration with a subnet.", name)
-				return
-			}
-			id := c.id(group, "Microsoft.Network", "networkInterfaces", name)
-			old := c.nics[key(group, name)]
-			ipc := nic.Properties.IPConfigurations[0].Properties
-			m := subnetID.FindStringSubmatch(ptr.Deref(ipc.Subnet.ID, ""))
-			if m == nil || c.subnet(m[1], m[2], m[3]) == nil {
-				errResp = fail(ctx, http.StatusBadRequest, "InvalidResourceReference", "Resource %s referenced by resource %s was not found.", ptr.Deref(ipc.Subnet.ID, ""), id)
-				return
-			}
-			nic.ID, nic.Name = ptr.To(id), ptr.To(name)
-			if old != nil {
-				ipc.PrivateIPAddress = old.Properties.IPConfigurations[0].Properties.PrivateIPAddress
-				nic.Properties.VirtualMachine = old.Properties.VirtualMachine
-			} else {
-				ip, err := c.freeAddress(m[1], m[2], m[3])
-				if err != nil {
-					errResp = fail(ctx, http.StatusBadRequest, "SubnetIsFull", "Subnet %s has no free address.", m[3])
-					return
-				}
-				ipc.PrivateIPAddress = ptr.To(ip)
-			}
-			ipc.Subnet.ID = ptr.To(c.id(m[1], "Microsoft.Network", "virtualNetworks", m[2]) + "/subnets/" + m[3])
-			nic.Properties.ProvisioningState = ptr.To(armnetwork.ProvisioningStateUpdating)
-			c.nics[key(group, name)] = &nic
-			done := clone(&nic)
-			done.Properties.ProvisioningState = ptr.To(armnetwork.ProvisioningStateSucceeded)
-			resp = lro(c, id, http.StatusOK, armnetwork.InterfacesClientCreateOrUpdateResponse{Interface: done}, func() {
-				c.mu.Lock()
-				defer c.mu.Unlock()
-				if n := c.nics[key(group, name)]; n != nil {
-					n.Properties.ProvisioningState = ptr.To(armnetwork.ProvisioningStateSucceeded)
-				}
-			})
-			return
-		},
-		Get: func(ctx context.Context, group, name string, _ *armnetwork.InterfacesClientGetOptions) (resp azfake.Responder[armnetwork.InterfacesClientGetResponse], errResp azfake.ErrorResponder) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			n := c.nics[key(group, name)]
-			if n == nil {
-				errResp = fail(ctx, http.StatusNotFound, "NotFound", "Resource Microsoft.Network/networkInterfaces/%s not found.", name)
-				return
-			}
-			resp.SetResponse(http.StatusOK, armnetwork.InterfacesClientGetResponse{Interface: clone(n)}, nil)
-			return
-		},
-		BeginDelete: func(ctx context.Context, group, name string, _ *armnetwork.InterfacesClientBeginDeleteOptions) (resp azfake.PollerResponder[armnetwork.InterfacesClientDeleteResponse], errResp azfake.ErrorResponder) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			id := c.id(group, "Microsoft.Network", "networkInterfaces", name)
-			n := c.nics[key(group, name)]
-			if n == nil {
-				var r azfake.PollerResponder[armnetwork.InterfacesClientDeleteResponse]
-				r.SetTerminalResponse(http.StatusNoContent, armnetwork.InterfacesClientDeleteResponse{}, nil)
-				return r, errResp
-			}
-			if n.Properties.VirtualMachine != nil {
-				errResp = fail(ctx, http.StatusBadRequest, "NicInUse", "Network Interface %s is used by existing resource %s. In order to delete the network interface, it must be dissociated from the resource.", id, ptr.Deref(n.Properties.VirtualMachine.ID, ""))
-				return
-			}
-			n.Properties.ProvisioningState = ptr.To(armnetwork.ProvisioningStateDeleting)
-			resp = lro(c, id, http.StatusOK, armnetwork.InterfacesClientDeleteResponse{}, func() {
-				c.mu.Lock()
-				defer c.mu.Unlock()
-				delete(c.nics, key(group, name))
-			})
-			return
-		},
-	}
-}
-
-// freeAddress is the subnet's first address no NIC holds, after the four
-// Azure reserves at its start and before its last; c.mu is held.
-func (c *Cloud) freeAddress(group, vnet, subnet string) (string, error) {
-	s := c.subnet(group, vnet, subnet)
-	p, err := netip.ParsePrefix(ptr.Deref(s.Properties.AddressPrefix, ""))
-	if err != nil {
-		return "", err
-	}
-	used := map[string]bool{}
-	for _, n := range c.nics {
-		for _, ipc := range n.Properties.IPConfigurations {
-			if ipc.Properties != nil && strings.EqualFold(ptr.Deref(ipc.Properties.Subnet.ID, ""), ptr.Deref(s.ID, "")) {
-				used[ptr.Deref(ipc.Properties.PrivateIPAddress, "")] = true
-			}
-		}
-	}
-	a := p.Masked().Addr()
-	for range 4 {
-		a = a.Next()
-	}
-	for ; p.Contains(a) && p.Contains(a.Next()); a = a.Next() {
-		if !used[a.String()] {
-			return a.String(), nil
-		}
-	}
-	return "", fmt.Errorf("subnet %s is full", subnet)
-}
-
-// Interfaces are the network interfaces.
-func (c *Cloud) Interfaces() []armnetwork.Interface {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return sorted(c.nics, clone[armnetwork.Interface])
-}
-
-// --- Disks -------------------------------------------------------------
-
-func (c *Cloud) diskServer() computefake.DisksServer {
-	return computefake.DisksServer{
-		Get: func(ctx context.Context, group, name string, _ *armcompute.DisksClientGetOptions) (resp azfake.Responder[armcompute.DisksClientGetResponse], errResp azfake.ErrorResponder) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			d := c.disks[key(group, name)]
-			if d == nil {
-				errResp = fail(ctx, http.StatusNotFound, "ResourceNotFound", "The Resource 'Microsoft.Compute/disks/%s' under resource group '%s' was not found.", name, group)
-				return
-			}
-			resp.SetResponse(http.StatusOK, armcompute.DisksClientGetResponse{Disk: clone(d)}, nil)
-			return
-		},
-		BeginDelete: func(ctx context.Context, group, name string, _ *armcompute.DisksClientBeginDeleteOptions) (resp azfake.PollerResponder[armcompute.DisksClientDeleteResponse], errResp azfake.ErrorResponder) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			d := c.disks[key(group, name)]
-			if d == nil {
-				var r azfake.PollerResponder[armcompute.DisksClientDeleteResponse]
-				r.SetTerminalResponse(http.StatusNoContent, armcompute.DisksClientDeleteResponse{}, nil)
-				return r, errResp
-			}
-			if d.ManagedBy != nil {
-				errResp = fail(ctx, http.StatusConflict, "OperationNotAllowed", "Disk %s is attached to VM %s.", name, *d.ManagedBy)
-				return
-			}
-			resp = lro(c, ptr.Deref(d.ID, ""), http.StatusOK, armcompute.DisksClientDeleteResponse{}, func() {
-				c.mu.Lock()
-				defer c.mu.Unlock()
-				delete(c.disks, key(group, name))
-			})
-			return
-		},
-	}
-}
-
-// Disks are the managed disks.
-func (c *Cloud) Disks() []armcompute.Disk {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return sorted(c.disks, clone[armcompute.Disk])
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func guid() string {
-	h := randomHex(16)
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
-}
-
-func decodedLen(customData string) (int, error) {
-	b, err := base64.StdEncoding.DecodeString(customData)
-	return len(b), err
-}
+// Credential returns a token credential the simulated cloud accepts.
+func Credential() azcore.TokenCredential { return &azfake.TokenCredential{} }

@@ -1,0 +1,34 @@
+// Package azuresim is an in-memory model of the Azure Resource Manager
+// resources capwin uses (resource groups, virtual networks and subnets,
+// network security groups, route tables, network interfaces, virtual
+// machines and their managed OS disks), served to the real Azure SDK for Go
+// clients through the SDK's own fake servers.
+//
+// A test builds a Cloud with New, gives Cloud.ClientOptions and Credential to
+// armcompute, armnetwork and armresources clients, and then inspects the
+// model with Cloud.VirtualMachines, Cloud.Interfaces, Cloud.Disks and
+// Cloud.ResourceGroups. Cloud.SetFault injects throttling and server errors,
+// Options.WritesPerSecond throttles writes the way ARM does, and
+// Cloud.OnVMCreated lets a guest simulator boot a VM once its create ends.
+//
+// The simulation checks the rules Azure applies to the requests capwin sends
+// (names, passwords, address ranges, references, resources in use) and
+// answers with the status and error code Azure uses. Where it differs from
+// Azure it is stricter, never more forgiving:
+//
+//   - A long-running operation ends only when a client polls it: Azure ends
+//     it whether or not anyone polls. Until the last poll the resource shows
+//     provisioningState "Creating", "Updating" or "Deleting", a deleted
+//     resource stays visible, and Cloud.OnVMCreated is not called.
+//   - Validation happens when the operation starts; none of the simulated
+//     operations fails later, while polling.
+//   - A request the simulation does not model (an API without a fake, a
+//     change to a VM's network interfaces, a PATCH of anything but tags and
+//     userData) is rejected rather than accepted.
+//   - Polling an operation that this Cloud does not know (for example a
+//     resume token from another Cloud) answers 404.
+//
+// Like Azure, GET never returns a VM's osProfile.adminPassword or
+// osProfile.customData; the inspection methods (Cloud.VirtualMachines) and
+// Cloud.OnVMCreated do, because the guest simulator needs the custom data.
+package azuresim
