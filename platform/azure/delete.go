@@ -72,7 +72,7 @@ func (p *Platform) DeleteMachine(ctx context.Context, m *platform.Machine) (bool
 		if err != nil {
 			return false, infrav1.MachineOperation{}, classify("deleting VM "+n.vm, err)
 		}
-		if op, err := started(infrav1.MachineOperationDelete, poller); err != nil || !op.IsZero() {
+		if op, err := started(ctx, infrav1.MachineOperationDelete, poller); err != nil || !op.IsZero() {
 			return false, op, err
 		}
 	}
@@ -86,7 +86,7 @@ func (p *Platform) DeleteMachine(ctx context.Context, m *platform.Machine) (bool
 		if err != nil {
 			return false, infrav1.MachineOperation{}, classify("deleting network interface "+n.nic, err)
 		}
-		if op, err := started(infrav1.MachineOperationDeleteNetworkInterface, poller); err != nil || !op.IsZero() {
+		if op, err := started(ctx, infrav1.MachineOperationDeleteNetworkInterface, poller); err != nil || !op.IsZero() {
 			return false, op, err
 		}
 	}
@@ -104,7 +104,7 @@ func (p *Platform) DeleteMachine(ctx context.Context, m *platform.Machine) (bool
 		if err != nil {
 			return false, infrav1.MachineOperation{}, classify("deleting disk "+n.disk, err)
 		}
-		if op, err := started(infrav1.MachineOperationDeleteDisk, poller); err != nil || !op.IsZero() {
+		if op, err := started(ctx, infrav1.MachineOperationDeleteDisk, poller); err != nil || !op.IsZero() {
 			return false, op, err
 		}
 	}

@@ -123,7 +123,7 @@ func (p *Platform) create(ctx context.Context, m *platform.Machine, n resourceNa
 		if err != nil {
 			return platform.MachineState{}, classify("creating network interface "+n.nic, err)
 		}
-		op, err := started(infrav1.MachineOperationCreateNetworkInterface, poller)
+		op, err := started(ctx, infrav1.MachineOperationCreateNetworkInterface, poller)
 		if err != nil || !op.IsZero() {
 			return platform.MachineState{Operation: op}, err
 		}
@@ -146,7 +146,7 @@ func (p *Platform) create(ctx context.Context, m *platform.Machine, n resourceNa
 	if err != nil {
 		return platform.MachineState{}, classify("creating VM "+n.vm, err)
 	}
-	op, err := started(infrav1.MachineOperationCreate, poller)
+	op, err := started(ctx, infrav1.MachineOperationCreate, poller)
 	if err != nil || !op.IsZero() {
 		return platform.MachineState{Operation: op}, err
 	}
@@ -181,7 +181,7 @@ func (p *Platform) observe(ctx context.Context, m *platform.Machine, n resourceN
 		if err != nil {
 			return platform.MachineState{}, classify("starting VM "+n.vm, err)
 		}
-		op, err := started(infrav1.MachineOperationPowerOn, poller)
+		op, err := started(ctx, infrav1.MachineOperationPowerOn, poller)
 		if err != nil || !op.IsZero() {
 			return platform.MachineState{Operation: op}, err
 		}
@@ -451,8 +451,12 @@ func statusMessage(iv *armcompute.VirtualMachineInstanceView) string {
 
 // started records an operation a Begin call started: its resume token,
 // or a zero operation when it already ended (its error, if it failed).
-func started[T any](typ infrav1.MachineOperationType, poller *runtime.Poller[T]) (infrav1.MachineOperation, error) {
+func started[T any](ctx context.Context, typ infrav1.MachineOperationType, poller *runtime.Poller[T]) (infrav1.MachineOperation, error) {
 	if poller.Done() {
+		// Ended in its first answer: well, or not.
+		if _, err := poller.Result(ctx); err != nil {
+			return infrav1.MachineOperation{}, fmt.Errorf("%w: %w", platform.ErrOperationFailed, classify(string(typ), err))
+		}
 		return infrav1.MachineOperation{}, nil
 	}
 	token, err := poller.ResumeToken()
