@@ -487,6 +487,18 @@ func TestChangeNotAllowedMessage(t *testing.T) {
 	}
 }
 
+// TestIfNoneMatchRefusesAnOverwrite: a create sent with If-None-Match: *
+// on a VM that exists is refused with 412, as ARM does.
+func TestIfNoneMatchRefusesAnOverwrite(t *testing.T) {
+	ctx := context.Background()
+	c := New(Options{SubscriptionID: sub})
+	cl := newClients(t, sub, c.ClientOptions())
+	nic := deref(cl.nic(t, "nic1", cl.network(t)).ID)
+	cl.vm(t, "vm1", windowsVM(nic, "one"))
+	_, err := cl.vms.BeginCreateOrUpdate(ctx, rg, "vm1", windowsVM(nic, "one"), &armcompute.VirtualMachinesClientBeginCreateOrUpdateOptions{IfNoneMatch: ptr("*")})
+	_ = wantError(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
+}
+
 func TestDeleteOptions(t *testing.T) {
 	ctx := context.Background()
 	c := New(Options{SubscriptionID: sub, Polls: 1})

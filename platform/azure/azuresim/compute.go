@@ -43,7 +43,7 @@ func (c *Cloud) computeServers() *computefake.ServerFactory {
 }
 
 // putVM creates a VM, with its OS disk, or updates an existing one.
-func (c *Cloud) putVM(ctx context.Context, rg, name string, p armcompute.VirtualMachine, _ *armcompute.VirtualMachinesClientBeginCreateOrUpdateOptions) (azfake.PollerResponder[armcompute.VirtualMachinesClientCreateOrUpdateResponse], azfake.ErrorResponder) {
+func (c *Cloud) putVM(ctx context.Context, rg, name string, p armcompute.VirtualMachine, o *armcompute.VirtualMachinesClientBeginCreateOrUpdateOptions) (azfake.PollerResponder[armcompute.VirtualMachinesClientCreateOrUpdateResponse], azfake.ErrorResponder) {
 	var resp azfake.PollerResponder[armcompute.VirtualMachinesClientCreateOrUpdateResponse]
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -57,6 +57,10 @@ func (c *Cloud) putVM(ctx context.Context, rg, name string, p armcompute.Virtual
 		return resp, errResponder(e)
 	}
 	old := c.vms[k]
+	if old != nil && o != nil && deref(o.IfNoneMatch) == "*" {
+		// ARM's answer to a create that must not overwrite.
+		return resp, errResponder(errf(http.StatusPreconditionFailed, "PreconditionFailed", "", "The resource %s already exists and If-None-Match is *.", id))
+	}
 	vm := clone(p)
 	vm.ID, vm.Name, vm.Type = ptr(id), ptr(name), ptr(typeVM)
 	if old != nil {
