@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v7"
 	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
@@ -23,33 +21,9 @@ func (p *Platform) DeleteMachine(ctx context.Context, m *platform.Machine) (bool
 		return false, infrav1.MachineOperation{}, fmt.Errorf("%w: spec.azure must be set: a HybridMachine is on its HybridCluster's platform, Azure", platform.ErrInvalid)
 	}
 	n := namesOf(m.ComputerName)
-	op := hm.Status.Operation
-	var (
-		done bool
-		next infrav1.MachineOperation
-		err  error
-	)
-	switch op.Type {
-	case infrav1.MachineOperationCreateNetworkInterface:
-		poller, rerr := p.clients.interfaces.BeginCreateOrUpdate(ctx, p.group(), n.nic, armnetwork.Interface{}, &armnetwork.InterfacesClientBeginCreateOrUpdateOptions{ResumeToken: op.ID})
-		done, next, err = pollOnce(ctx, "creating network interface "+n.nic, op, poller, rerr)
-	case infrav1.MachineOperationCreate:
-		poller, rerr := p.clients.vms.BeginCreateOrUpdate(ctx, p.group(), n.vm, armcompute.VirtualMachine{}, &armcompute.VirtualMachinesClientBeginCreateOrUpdateOptions{ResumeToken: op.ID})
-		done, next, err = pollOnce(ctx, "creating VM "+n.vm, op, poller, rerr)
-	case infrav1.MachineOperationPowerOn:
-		poller, rerr := p.clients.vms.BeginStart(ctx, p.group(), n.vm, &armcompute.VirtualMachinesClientBeginStartOptions{ResumeToken: op.ID})
-		done, next, err = pollOnce(ctx, "starting VM "+n.vm, op, poller, rerr)
-	case infrav1.MachineOperationDelete:
-		poller, rerr := p.clients.vms.BeginDelete(ctx, p.group(), n.vm, &armcompute.VirtualMachinesClientBeginDeleteOptions{ResumeToken: op.ID})
-		done, next, err = pollOnce(ctx, "deleting VM "+n.vm, op, poller, rerr)
-	case infrav1.MachineOperationDeleteNetworkInterface:
-		poller, rerr := p.clients.interfaces.BeginDelete(ctx, p.group(), n.nic, &armnetwork.InterfacesClientBeginDeleteOptions{ResumeToken: op.ID})
-		done, next, err = pollOnce(ctx, "deleting network interface "+n.nic, op, poller, rerr)
-	case infrav1.MachineOperationDeleteDisk:
-		poller, rerr := p.clients.disks.BeginDelete(ctx, p.group(), n.disk, &armcompute.DisksClientBeginDeleteOptions{ResumeToken: op.ID})
-		done, next, err = pollOnce(ctx, "deleting disk "+n.disk, op, poller, rerr)
-	default:
-		done = true
+	done, next, err := true, infrav1.MachineOperation{}, error(nil)
+	if op := hm.Status.Operation; !op.IsZero() {
+		done, next, err = p.resume(ctx, n, op)
 	}
 	if !done && err == nil {
 		return false, next, nil

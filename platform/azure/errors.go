@@ -74,6 +74,10 @@ func classify(doing string, err error) error {
 		return fmt.Errorf("%w: %s", platform.ErrInsufficientCapacity, what)
 	case re.StatusCode == http.StatusNotFound || containsCode(notFoundCodes, code):
 		return fmt.Errorf("%w: %s", platform.ErrNotFound, what)
+	case re.StatusCode == http.StatusPreconditionFailed:
+		// A create with If-None-Match found the resource there: the next
+		// look finds whose it is.
+		return platform.WithRetryAfter(fmt.Errorf("%w: %s", platform.ErrUnavailable, what), time.Second)
 	case re.StatusCode == http.StatusConflict && !strings.EqualFold(code, "PropertyChangeNotAllowed"):
 		// ARM answers 409 for an operation that conflicts with another
 		// one still running: tried again later.

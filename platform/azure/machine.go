@@ -9,8 +9,6 @@ import (
 	"math/big"
 	"strings"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v7"
 	"k8s.io/utils/ptr"
@@ -70,23 +68,8 @@ func (p *Platform) EnsureMachine(ctx context.Context, m *platform.Machine) (plat
 		return platform.MachineState{}, fmt.Errorf("%w: spec.azure must be set: a HybridMachine is on its HybridCluster's platform, Azure", platform.ErrInvalid)
 	}
 	n := namesOf(m.ComputerName)
-	op := hm.Status.Operation
-	switch op.Type {
-	case infrav1.MachineOperationCreateNetworkInterface:
-		poller, err := p.clients.interfaces.BeginCreateOrUpdate(ctx, p.group(), n.nic, armnetwork.Interface{}, &armnetwork.InterfacesClientBeginCreateOrUpdateOptions{ResumeToken: op.ID})
-		done, next, err := pollOnce(ctx, "creating network interface "+n.nic, op, poller, err)
-		if err != nil || !done {
-			return platform.MachineState{Operation: next}, err
-		}
-	case infrav1.MachineOperationCreate:
-		poller, err := p.clients.vms.BeginCreateOrUpdate(ctx, p.group(), n.vm, armcompute.VirtualMachine{}, &armcompute.VirtualMachinesClientBeginCreateOrUpdateOptions{ResumeToken: op.ID})
-		done, next, err := pollOnce(ctx, "creating VM "+n.vm, op, poller, err)
-		if err != nil || !done {
-			return platform.MachineState{Operation: next}, err
-		}
-	case infrav1.MachineOperationPowerOn:
-		poller, err := p.clients.vms.BeginStart(ctx, p.group(), n.vm, &armcompute.VirtualMachinesClientBeginStartOptions{ResumeToken: op.ID})
-		done, next, err := pollOnce(ctx, "starting VM "+n.vm, op, poller, err)
+	if op := hm.Status.Operation; !op.IsZero() {
+		done, next, err := p.resume(ctx, n, op)
 		if err != nil || !done {
 			return platform.MachineState{Operation: next}, err
 		}
@@ -114,7 +97,15 @@ func (p *Platform) create(ctx context.Context, m *platform.Machine, n resourceNa
 	if err != nil {
 		return platform.MachineState{}, err
 	}
-	if nic == nil {
+	if nic != nil {
+		if err := ownedBy("Network interface", n.nic, nic.Tags, m.HybridMachine); err != nil {
+			return platform.MachineState{}, err
+		}
+	}
+	switch state := nicState(nic); {
+	case nic == nil || state == "Failed":
+		// A NIC whose create failed is sent again: ARM retries a PUT of
+		// a failed resource.
 		params, err := p.nicParams(m, n)
 		if err != nil {
 			return platform.MachineState{}, err
@@ -127,13 +118,8 @@ func (p *Platform) create(ctx context.Context, m *platform.Machine, n resourceNa
 		if err != nil || !op.IsZero() {
 			return platform.MachineState{Operation: op}, err
 		}
-	} else {
-		if err := ownedBy("Network interface", n.nic, nic.Tags, m.HybridMachine); err != nil {
-			return platform.MachineState{}, err
-		}
-		if state := nicState(nic); state != "Succeeded" {
-			return platform.MachineState{}, waitFor("network interface", n.nic, state)
-		}
+	case state != "Succeeded":
+		return platform.MachineState{}, waitFor("network interface", n.nic, state)
 	}
 	if len(m.BootstrapData) == 0 {
 		return platform.MachineState{}, fmt.Errorf("%w: the Machine's bootstrap data is empty", platform.ErrInvalid)
@@ -142,7 +128,9 @@ func (p *Platform) create(ctx context.Context, m *platform.Machine, n resourceNa
 	if err != nil {
 		return platform.MachineState{}, err
 	}
-	poller, err := p.clients.vms.BeginCreateOrUpdate(ctx, p.group(), n.vm, params, nil)
+	// If-None-Match: a create never overwrites a VM that appeared since
+	// the look above (a second machine with the same computer name).
+	poller, err := p.clients.vms.BeginCreateOrUpdate(ctx, p.group(), n.vm, params, &armcompute.VirtualMachinesClientBeginCreateOrUpdateOptions{IfNoneMatch: ptr.To("*")})
 	if err != nil {
 		return platform.MachineState{}, classify("creating VM "+n.vm, err)
 	}
@@ -162,9 +150,14 @@ func (p *Platform) create(ctx context.Context, m *platform.Machine, n resourceNa
 func (p *Platform) observe(ctx context.Context, m *platform.Machine, n resourceNames, vm *armcompute.VirtualMachine) (platform.MachineState, error) {
 	props := vm.Properties
 	state := ptr.Deref(props.ProvisioningState, "")
-	switch state {
-	case "Succeeded":
-	case "Failed":
+	provisioned := ptr.Deref(m.HybridMachine.Status.Initialization.Provisioned, false)
+	switch {
+	case state == "Succeeded":
+	case provisioned && state != "Deleting":
+		// A VM that Azure updates (maintenance, an extension), or whose
+		// last update failed, is still the machine's VM: its state is
+		// reported, not waited for.
+	case state == "Failed":
 		return platform.MachineState{}, fmt.Errorf("%w: VM %s is in provisioning state Failed%s", platform.ErrOperationFailed, n.vm, statusMessage(props.InstanceView))
 	default:
 		// Made, changed or deleted by an operation capwin did not
@@ -402,7 +395,7 @@ func (p *Platform) getNIC(ctx context.Context, n resourceNames) (*armnetwork.Int
 }
 
 func nicState(nic *armnetwork.Interface) string {
-	if nic.Properties == nil || nic.Properties.ProvisioningState == nil {
+	if nic == nil || nic.Properties == nil || nic.Properties.ProvisioningState == nil {
 		return ""
 	}
 	return string(*nic.Properties.ProvisioningState)
@@ -447,67 +440,4 @@ func statusMessage(iv *armcompute.VirtualMachineInstanceView) string {
 		}
 	}
 	return ""
-}
-
-// started records an operation a Begin call started: its resume token,
-// or a zero operation when it already ended (its error, if it failed).
-func started[T any](ctx context.Context, typ infrav1.MachineOperationType, poller *runtime.Poller[T]) (infrav1.MachineOperation, error) {
-	if poller.Done() {
-		// Ended in its first answer: well, or not.
-		if _, err := poller.Result(ctx); err != nil {
-			return infrav1.MachineOperation{}, fmt.Errorf("%w: %w", platform.ErrOperationFailed, classify(string(typ), err))
-		}
-		return infrav1.MachineOperation{}, nil
-	}
-	token, err := poller.ResumeToken()
-	if err != nil {
-		return infrav1.MachineOperation{}, fmt.Errorf("recording the %s operation: %w", typ, err)
-	}
-	return infrav1.MachineOperation{Type: typ, ID: token}, nil
-}
-
-// pollOnce polls a resumed operation once. It returns done when the
-// operation ended well; an operation that failed is ErrOperationFailed
-// (and no operation to record); a poll Azure did not answer keeps op.
-func pollOnce[T any](ctx context.Context, what string, op infrav1.MachineOperation, poller *runtime.Poller[T], resumeErr error) (bool, infrav1.MachineOperation, error) {
-	if resumeErr != nil {
-		// A token this build cannot read: the resource is looked at
-		// afresh instead.
-		return true, infrav1.MachineOperation{}, nil
-	}
-	if !poller.Done() {
-		resp, err := poller.Poll(ctx)
-		if resp != nil {
-			// The poller has read the body into memory already.
-			_ = resp.Body.Close()
-		}
-		if err != nil {
-			if failed(err) {
-				return false, infrav1.MachineOperation{}, fmt.Errorf("%w: %w", platform.ErrOperationFailed, classify(what, err))
-			}
-			return false, op, classify("polling: "+what, err)
-		}
-	}
-	if !poller.Done() {
-		token, err := poller.ResumeToken()
-		if err != nil {
-			return false, op, fmt.Errorf("recording the %s operation: %w", op.Type, err)
-		}
-		return false, infrav1.MachineOperation{Type: op.Type, ID: token}, nil
-	}
-	if _, err := poller.Result(ctx); err != nil {
-		return false, infrav1.MachineOperation{}, fmt.Errorf("%w: %w", platform.ErrOperationFailed, classify(what, err))
-	}
-	return true, infrav1.MachineOperation{}, nil
-}
-
-// failed reports whether a poll's error is the operation's own failure
-// rather than a poll that was not answered (throttled, a server error, no
-// answer at all).
-func failed(err error) bool {
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) {
-		return false
-	}
-	return re.StatusCode >= 400 && re.StatusCode < 500 && re.StatusCode != 408 && re.StatusCode != 429
 }

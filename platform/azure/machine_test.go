@@ -46,11 +46,20 @@ type testEnv struct {
 
 func newEnv(t *testing.T, o azuresim.Options) *testEnv {
 	t.Helper()
+	// capwin's retry settings with a short backoff, so that the tests do
+	// not wait out the SDK's one-second delays; what comes back to capwin
+	// (a Retry-After over MaxRetryDelay) is the same.
+	retry := azure.RetryOptions()
+	retry.RetryDelay = 5 * time.Millisecond
+	return newEnvRetry(t, o, retry)
+}
+
+func newEnvRetry(t *testing.T, o azuresim.Options, retry policy.RetryOptions) *testEnv {
+	t.Helper()
 	o.SubscriptionID = subscription
 	cloud := azuresim.New(o)
 	opts := cloud.ClientOptions()
-	// The SDK's own retries, short: the tests look at what comes back.
-	opts.Retry = policy.RetryOptions{MaxRetries: 2, RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 5 * time.Second}
+	opts.Retry = retry
 	e := &testEnv{cloud: cloud, opts: opts}
 	ctx := t.Context()
 	groups, err := armresources.NewResourceGroupsClient(subscription, azuresim.Credential(), opts)
@@ -341,7 +350,7 @@ func TestRestartMidDelete(t *testing.T) {
 // retried inside the call; it comes back as ErrUnavailable to be tried
 // after 120 s, and says that Azure throttled it.
 func TestRetryAfterHonoured(t *testing.T) {
-	e := newEnv(t, azuresim.Options{})
+	e := newEnvRetry(t, azuresim.Options{}, azure.RetryOptions())
 	e.cloud.SetFault(func(req *http.Request) *http.Response {
 		if req.Method != http.MethodPut || !strings.Contains(req.URL.Path, "/virtualMachines/") {
 			return nil
@@ -376,9 +385,6 @@ func TestRetryAfterHonoured(t *testing.T) {
 	if n := e.cloud.Calls()["VirtualMachinesClient.BeginCreateOrUpdate"]; n != 1 {
 		t.Errorf("the VM create was sent %d times, want 1", n)
 	}
-	if n := len(e.cloud.VirtualMachines()); n != 0 {
-		t.Errorf("%d VMs made while Azure throttled their creates", n)
-	}
 }
 
 func throttled(req *http.Request, after string) *http.Response {
@@ -412,8 +418,9 @@ func TestAnotherMachinesVMIsLeftAlone(t *testing.T) {
 }
 
 // TestFaultsAcrossAllCalls: 5 % of all calls, polls included, fail with a
-// 500 or a 429; 50 machines are made and deleted, each once, with
-// nothing left.
+// 500, a 429, or a 429 or 503 whose Retry-After is longer than the SDK
+// waits (those reach capwin, which must take them for a retry); 50
+// machines are made and deleted, each once, with nothing left.
 func TestFaultsAcrossAllCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("50 machines")
@@ -421,7 +428,7 @@ func TestFaultsAcrossAllCalls(t *testing.T) {
 	e := newEnv(t, azuresim.Options{Polls: 1})
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(1, 2))
-	injected := 0
+	injected, returned := 0, 0
 	e.cloud.SetFault(func(req *http.Request) *http.Response {
 		mu.Lock()
 		defer mu.Unlock()
@@ -429,14 +436,25 @@ func TestFaultsAcrossAllCalls(t *testing.T) {
 			return nil
 		}
 		injected++
-		if rng.IntN(2) == 0 {
+		switch rng.IntN(4) {
+		case 0:
 			// A 429 without Retry-After: the SDK's own short backoff.
 			r := throttled(req, "")
 			r.Header.Del("Retry-After")
 			return r
+		case 1:
+			// Longer than the SDK waits: back to capwin, which must
+			// take it for a retry.
+			returned++
+			return throttled(req, "30")
+		case 2:
+			returned++
+			r := serverError(req)
+			r.StatusCode, r.Status = http.StatusServiceUnavailable, "503 Service Unavailable"
+			r.Header.Set("Retry-After", "30")
+			return r
 		}
-		return &http.Response{StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error", Header: http.Header{"Content-Type": {"application/json"}},
-			Body: io.NopCloser(strings.NewReader(`{"error":{"code":"InternalServerError","message":"An internal error occurred."}}`)), Request: req}
+		return serverError(req)
 	})
 	p := e.platform(t)
 	writes := e.cloud.Writes()
@@ -474,10 +492,10 @@ func TestFaultsAcrossAllCalls(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if injected < 20 {
-		t.Errorf("only %d faults were injected: the test proves little", injected)
+	if injected < 20 || returned < 5 {
+		t.Errorf("only %d faults were injected, %d of them longer than the SDK waits: the test proves little", injected, returned)
 	}
-	t.Logf("%d faults injected across %d calls", injected, total(e.cloud.Calls()))
+	t.Logf("%d faults injected across %d calls, %d of them with a Retry-After the SDK does not wait out", injected, total(e.cloud.Calls()), returned)
 }
 
 // converge calls step until it reports done; platform errors are what a
@@ -502,4 +520,63 @@ func total(calls map[string]int) int {
 		n += c
 	}
 	return n
+}
+
+func serverError(req *http.Request) *http.Response {
+	return &http.Response{StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error", Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(`{"error":{"code":"InternalServerError","message":"An internal error occurred."}}`)), Request: req}
+}
+
+// TestAnotherMachinesNICIsLeftAlone: a NIC with the machine's name but
+// another machine's tag is not used for its VM.
+func TestAnotherMachinesNICIsLeftAlone(t *testing.T) {
+	e := newEnv(t, azuresim.Options{Polls: 1})
+	p := e.platform(t)
+	other := windowsMachine("win-g")
+	st, err := p.EnsureMachine(t.Context(), other)
+	must(t, err)
+	if st.Operation.Type != infrav1.MachineOperationCreateNetworkInterface {
+		t.Fatalf("operation %v, want the NIC create", st.Operation.Type)
+	}
+	m := windowsMachine("win-g")
+	m.HybridMachine.Namespace = "elsewhere"
+	_, err = p.EnsureMachine(t.Context(), m)
+	if !errors.Is(err, platform.ErrInvalid) || !strings.Contains(err.Error(), "Network interface win-g-nic exists and belongs to ns/win-g") {
+		t.Fatalf("error %v, want ErrInvalid naming the NIC's owner", err)
+	}
+	if n := e.cloud.Calls()["VirtualMachinesClient.BeginCreateOrUpdate"]; n != 0 {
+		t.Errorf("%d VM creates sent on another machine's NIC", n)
+	}
+}
+
+// TestOperationStatusGone: when Azure no longer keeps an operation's
+// status, the resource is looked at afresh instead of the machine being
+// failed.
+func TestOperationStatusGone(t *testing.T) {
+	e := newEnv(t, azuresim.Options{Polls: 2})
+	p := e.platform(t)
+	m := windowsMachine("win-h")
+	st, err := p.EnsureMachine(t.Context(), m)
+	must(t, err)
+	m.HybridMachine.Status.Operation = st.Operation
+	e.cloud.SetFault(func(req *http.Request) *http.Response {
+		if !strings.HasSuffix(req.URL.Path, "/get/fake/status") {
+			return nil
+		}
+		r := serverError(req)
+		r.StatusCode, r.Status = http.StatusNotFound, "404 Not Found"
+		r.Body = io.NopCloser(strings.NewReader(`{"error":{"code":"NotFound","message":"The operation was not found."}}`))
+		return r
+	})
+	st, err = p.EnsureMachine(t.Context(), m)
+	if errors.Is(err, platform.ErrOperationFailed) {
+		t.Fatalf("a gone operation status failed the machine: %v", err)
+	}
+	if !st.Operation.IsZero() {
+		t.Errorf("the gone operation is still recorded: %v", st.Operation.Type)
+	}
+	// The NIC is found still being made, and waited for.
+	if !errors.Is(err, platform.ErrUnavailable) || !strings.Contains(err.Error(), "win-h-nic is in provisioning state") {
+		t.Errorf("error %v, want a wait for the NIC", err)
+	}
 }
