@@ -14,19 +14,27 @@
 // The simulation checks the rules Azure applies to the requests capwin sends
 // (names, passwords, address ranges, references, resources in use) and
 // answers with the status and error code Azure uses. Where it differs from
-// Azure it is stricter, never more forgiving:
+// Azure it is stricter in these ways:
 //
 //   - A long-running operation ends only when a client polls it: Azure ends
 //     it whether or not anyone polls. Until the last poll the resource shows
 //     provisioningState "Creating", "Updating" or "Deleting", a deleted
 //     resource stays visible, and Cloud.OnVMCreated is not called.
-//   - Validation happens when the operation starts; none of the simulated
-//     operations fails later, while polling.
 //   - A request the simulation does not model (an API without a fake, a
 //     change to a VM's network interfaces, a PATCH of anything but tags and
 //     userData) is rejected rather than accepted.
 //   - Polling an operation that this Cloud does not know (for example a
 //     resume token from another Cloud) answers 404.
+//
+// And it is more forgiving in these, which tests must make up for:
+//
+//   - Validation happens when the operation starts, and no simulated
+//     operation fails later: Azure can fail a VM create after accepting it
+//     (an allocation failure, OSProvisioningTimedOut when the guest never
+//     reports ready). Inject such failures with Cloud.SetFault on the poll.
+//   - The SDK's fake servers keep one operation per resource path: a second
+//     write to a resource while one runs is taken for a poll of the first,
+//     and is neither validated nor refused as Azure might (409).
 //
 // Like Azure, GET never returns a VM's osProfile.adminPassword or
 // osProfile.customData; the inspection methods (Cloud.VirtualMachines) and
