@@ -580,3 +580,34 @@ func TestOperationStatusGone(t *testing.T) {
 		t.Errorf("error %v, want a wait for the NIC", err)
 	}
 }
+
+// TestLateCreateFailureIsReported: a VM create Azure accepted and then
+// failed (here OSProvisioningTimedOut, answered to the poll) ends as
+// ErrOperationFailed with Azure's words, and the operation is no longer
+// recorded.
+func TestLateCreateFailureIsReported(t *testing.T) {
+	e := newEnv(t, azuresim.Options{Polls: 1})
+	p := e.platform(t)
+	m := windowsMachine("win-i")
+	for m.HybridMachine.Status.Operation.Type != infrav1.MachineOperationCreate {
+		st, err := p.EnsureMachine(t.Context(), m)
+		must(t, err)
+		m.HybridMachine.Status.Operation = st.Operation
+	}
+	e.cloud.SetFault(func(req *http.Request) *http.Response {
+		if !strings.HasSuffix(req.URL.Path, "/virtualMachines/win-i/get/fake/status") {
+			return nil
+		}
+		r := serverError(req)
+		r.StatusCode, r.Status = http.StatusConflict, "409 Conflict"
+		r.Body = io.NopCloser(strings.NewReader(`{"error":{"code":"OSProvisioningTimedOut","message":"OS Provisioning for VM 'win-i' did not finish in the allotted time."}}`))
+		return r
+	})
+	st, err := p.EnsureMachine(t.Context(), m)
+	if !errors.Is(err, platform.ErrOperationFailed) || !strings.Contains(err.Error(), "did not finish in the allotted time") {
+		t.Fatalf("error %v, want ErrOperationFailed with Azure's words", err)
+	}
+	if !st.Operation.IsZero() {
+		t.Errorf("the failed create is still recorded: %v", st.Operation.Type)
+	}
+}
