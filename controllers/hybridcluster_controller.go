@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -24,12 +27,29 @@ import (
 	"github.com/capwin/capwin/platform"
 )
 
-// HybridClusterReconciler checks that a HybridCluster's platform can be used
-// and marks its infrastructure provisioned.
+// HybridClusterReconciler makes what a HybridCluster's machines need on its
+// platform (nothing on vSphere; the network and API server load balancer
+// on Azure), marks its infrastructure provisioned, and deletes what it
+// made once the machines are gone.
 type HybridClusterReconciler struct {
 	Client client.Client
 	// Platforms gives each HybridCluster its platform.
 	Platforms platform.Factory
+	// OperationPoll is how soon a cluster whose platform operation runs
+	// is looked at again; 5 s when zero.
+	OperationPoll time.Duration
+
+	// written keeps a reconcile from acting on a copy older than what the
+	// last one wrote: one without the operation it recorded would start
+	// another, or drop that one's resume token.
+	written written
+}
+
+func (r *HybridClusterReconciler) operationPoll() time.Duration {
+	if r.OperationPoll > 0 {
+		return r.OperationPoll
+	}
+	return operationPoll
 }
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=hybridclusters;hybridclusters/status;hybridclusters/finalizers,verbs=get;list;watch;update;patch
@@ -52,8 +72,15 @@ func (r *HybridClusterReconciler) SetupWithManager(mgr ctrl.Manager, options con
 func (r *HybridClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	hc := &infrav1.HybridCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, hc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.written.stale(hc) {
+		return ctrl.Result{RequeueAfter: staleCacheRetry}, nil
+	}
+	c := r.written.recording(r.Client)
 	cluster, err := util.GetOwnerCluster(ctx, r.Client, hc.ObjectMeta)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("getting the owner Cluster: %w", err)
@@ -64,21 +91,23 @@ func (r *HybridClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KObj(cluster)))
 
-	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, hc, infrav1.ClusterFinalizer); err != nil || added {
+	if added, err := finalizers.EnsureFinalizer(ctx, c, hc, infrav1.ClusterFinalizer); err != nil || added {
 		return ctrl.Result{}, err
 	}
-	helper, err := patch.NewHelper(hc, r.Client)
+	helper, err := patch.NewHelper(hc, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, hc); err != nil || isPaused || requeue {
+	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, c, cluster, hc); err != nil || isPaused || requeue {
 		return ctrl.Result{}, err
 	}
 	defer func() {
 		_ = conditions.SetSummaryCondition(hc, hc, infrav1.HybridClusterReadyCondition,
-			conditions.ForConditionTypes{infrav1.HybridClusterPlatformAvailableCondition})
+			conditions.ForConditionTypes{infrav1.HybridClusterPlatformAvailableCondition, infrav1.HybridClusterInfrastructureProvisionedCondition},
+			conditions.IgnoreTypesIfMissing{infrav1.HybridClusterInfrastructureProvisionedCondition})
 		if err := helper.Patch(ctx, hc, patch.WithOwnedConditions{Conditions: []string{
 			clusterv1.PausedCondition, infrav1.HybridClusterReadyCondition, infrav1.HybridClusterPlatformAvailableCondition,
+			infrav1.HybridClusterInfrastructureProvisionedCondition,
 		}}); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
@@ -90,25 +119,48 @@ func (r *HybridClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	return r.reconcileNormal(ctx, hc)
 }
 
-// reconcileNormal marks the infrastructure provisioned once the platform
-// answers and machines can be made.
+// reconcileNormal drives the cluster's shared infrastructure one step
+// towards ready, records an operation still running, sets the control
+// plane endpoint the platform made, and marks the infrastructure
+// provisioned once machines can be made.
 func (r *HybridClusterReconciler) reconcileNormal(ctx context.Context, hc *infrav1.HybridCluster) (ctrl.Result, error) {
 	p, err := r.Platforms.For(ctx, hc)
+	var st platform.ClusterState
 	if err == nil {
-		err = p.CheckCluster(ctx)
+		st, err = p.EnsureCluster(ctx)
+		// Recorded even with an error: a poll Azure did not answer keeps
+		// its operation.
+		hc.Status.Operation = st.Operation
+	}
+	if errors.Is(err, platform.ErrOperationFailed) {
+		// The platform answered; what it was asked to make failed, and
+		// is asked for again.
+		setPlatformAvailable(hc, metav1.Condition{Status: metav1.ConditionTrue, Reason: infrav1.HybridClusterPlatformAvailableReason})
+		setInfrastructureProvisioned(hc, notYet(infrav1.HybridClusterOperationFailedReason, err.Error()))
+		return ctrl.Result{RequeueAfter: platform.RetryAfter(err)}, nil
 	}
 	o := clusterErrorOutcome(err)
 	if o.condition != nil {
 		setPlatformAvailable(hc, *o.condition)
 	}
-	if err == nil {
-		hc.Status.Initialization.Provisioned = ptr.To(true)
+	if err != nil {
+		return o.result, o.err
 	}
-	return o.result, o.err
+	if ep := st.ControlPlaneEndpoint; ep.IsValid() && !hc.Spec.ControlPlaneEndpoint.IsValid() {
+		hc.Spec.ControlPlaneEndpoint = ep
+	}
+	if !st.Ready() {
+		setInfrastructureProvisioned(hc, notYet(infrav1.HybridClusterProvisioningReason, st.Waiting))
+		return ctrl.Result{RequeueAfter: r.operationPoll()}, nil
+	}
+	setInfrastructureProvisioned(hc, metav1.Condition{Status: metav1.ConditionTrue, Reason: infrav1.HybridClusterInfrastructureProvisionedReason})
+	hc.Status.Initialization.Provisioned = ptr.To(true)
+	return ctrl.Result{}, nil
 }
 
 // reconcileDelete keeps the HybridCluster, and so the credentials its
-// machines' VMs are deleted with, until the last HybridMachine is gone.
+// machines' VMs are deleted with, until the last HybridMachine is gone;
+// then it deletes what the platform made for the cluster.
 func (r *HybridClusterReconciler) reconcileDelete(ctx context.Context, hc *infrav1.HybridCluster, cluster *clusterv1.Cluster) (ctrl.Result, error) {
 	machines := &infrav1.HybridMachineList{}
 	if err := r.Client.List(ctx, machines, client.InNamespace(hc.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster.Name}); err != nil {
@@ -117,6 +169,31 @@ func (r *HybridClusterReconciler) reconcileDelete(ctx context.Context, hc *infra
 	if n := len(machines.Items); n > 0 {
 		setPlatformAvailable(hc, waitingForMachines(n))
 		return ctrl.Result{RequeueAfter: operationPoll}, nil
+	}
+	if hc.Spec.Azure != nil {
+		// vSphere clusters have nothing of their own to delete, and are
+		// let go even when their credentials are gone.
+		p, err := r.Platforms.For(ctx, hc)
+		gone, op := false, infrav1.ClusterOperation{}
+		if err == nil {
+			gone, op, err = p.DeleteCluster(ctx)
+			hc.Status.Operation = op
+		}
+		if err != nil {
+			o := clusterErrorOutcome(err)
+			if o.condition != nil {
+				setPlatformAvailable(hc, *o.condition)
+			}
+			return o.result, o.err
+		}
+		if !gone {
+			msg := "Deleting the cluster's network"
+			if !op.IsZero() {
+				msg = fmt.Sprintf("Deleting %s", op.Resource)
+			}
+			setInfrastructureProvisioned(hc, notYet(infrav1.HybridClusterDeletingReason, msg))
+			return ctrl.Result{RequeueAfter: r.operationPoll()}, nil
+		}
 	}
 	controllerutil.RemoveFinalizer(hc, infrav1.ClusterFinalizer)
 	return ctrl.Result{}, nil

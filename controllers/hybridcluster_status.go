@@ -18,6 +18,11 @@ func setPlatformAvailable(hc *infrav1.HybridCluster, c metav1.Condition) {
 	conditions.Set(hc, c)
 }
 
+func setInfrastructureProvisioned(hc *infrav1.HybridCluster, c metav1.Condition) {
+	c.Type = infrav1.HybridClusterInfrastructureProvisionedCondition
+	conditions.Set(hc, c)
+}
+
 func waitingForMachines(n int) metav1.Condition {
 	return notYet(infrav1.HybridClusterDeletingReason, fmt.Sprintf("Waiting for %d HybridMachines to delete their VMs", n))
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 )
 
@@ -23,9 +25,14 @@ type Factory interface {
 // waits for a long operation: one that is started is returned for the
 // caller to record in status.operation and pass back on a later reconcile.
 type Platform interface {
-	// CheckCluster returns nil when machines can be made: the place they
-	// go (the vSphere datacenter) exists.
-	CheckCluster(ctx context.Context) error
+	// EnsureCluster drives the cluster's shared infrastructure one step
+	// towards ready and reports it: on vSphere, it checks that the
+	// datacenter exists; on Azure, it makes the resource group, the
+	// network and the API server's load balancer, one operation at a time.
+	EnsureCluster(ctx context.Context) (ClusterState, error)
+	// DeleteCluster drives what EnsureCluster made one step towards gone,
+	// once no machine is left, and reports gone once nothing is.
+	DeleteCluster(ctx context.Context) (gone bool, op infrav1.ClusterOperation, err error)
 	// EnsureMachine drives the machine's VM one step towards existing and
 	// running, and reports its state.
 	EnsureMachine(ctx context.Context, m *Machine) (MachineState, error)
@@ -69,6 +76,22 @@ type Machine struct {
 type BootstrapDataKeeper interface {
 	KeptBootstrapData() string
 }
+
+// ClusterState is what EnsureCluster found or started.
+type ClusterState struct {
+	// Operation is an operation still running: record it and come back.
+	Operation infrav1.ClusterOperation
+	// Waiting names what the cluster's infrastructure still waits for (a
+	// resource being made); empty once machines can be made.
+	Waiting string
+	// ControlPlaneEndpoint is the endpoint the platform made for the
+	// control plane (Azure's API server load balancer), for
+	// spec.controlPlaneEndpoint; empty when it made none.
+	ControlPlaneEndpoint clusterv1.APIEndpoint
+}
+
+// Ready reports whether machines can be made.
+func (s ClusterState) Ready() bool { return s.Operation.IsZero() && s.Waiting == "" }
 
 // MachineState is what EnsureMachine found or started.
 type MachineState struct {

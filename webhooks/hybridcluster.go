@@ -84,6 +84,7 @@ func clusterImmutable(oldS, newS *infrav1.HybridClusterSpec, spec *field.Path) f
 		errs = append(errs, immutable(o.Location, n.Location, p.Child("location"))...)
 		errs = append(errs, immutable(o.ResourceGroup, n.ResourceGroup, p.Child("resourceGroup"))...)
 		errs = append(errs, immutable(o.Network.VNetName, n.Network.VNetName, p.Child("network", "vnetName"))...)
+		errs = append(errs, immutable(o.APIServerLoadBalancer, n.APIServerLoadBalancer, p.Child("apiServerLoadBalancer"))...)
 	}
 	return errs
 }

@@ -131,7 +131,12 @@ type clientSet struct {
 	vms        *armcompute.VirtualMachinesClient
 	disks      *armcompute.DisksClient
 	interfaces *armnetwork.InterfacesClient
+	vnets      *armnetwork.VirtualNetworksClient
 	subnets    *armnetwork.SubnetsClient
+	nsgs       *armnetwork.SecurityGroupsClient
+	routes     *armnetwork.RouteTablesClient
+	publicIPs  *armnetwork.PublicIPAddressesClient
+	lbs        *armnetwork.LoadBalancersClient
 }
 
 // get returns the clients of a login in a subscription.
@@ -150,21 +155,29 @@ func (c *Clients) get(creds Credentials, subscriptionID string) (*clientSet, err
 	if opts == nil {
 		opts = &arm.ClientOptions{ClientOptions: policy.ClientOptions{Retry: RetryOptions()}}
 	}
-	s := &clientSet{}
-	if s.groups, err = armresources.NewResourceGroupsClient(subscriptionID, cred, opts); err != nil {
+	resources, err := armresources.NewClientFactory(subscriptionID, cred, opts)
+	if err != nil {
 		return nil, err
 	}
-	if s.vms, err = armcompute.NewVirtualMachinesClient(subscriptionID, cred, opts); err != nil {
+	compute, err := armcompute.NewClientFactory(subscriptionID, cred, opts)
+	if err != nil {
 		return nil, err
 	}
-	if s.disks, err = armcompute.NewDisksClient(subscriptionID, cred, opts); err != nil {
+	network, err := armnetwork.NewClientFactory(subscriptionID, cred, opts)
+	if err != nil {
 		return nil, err
 	}
-	if s.interfaces, err = armnetwork.NewInterfacesClient(subscriptionID, cred, opts); err != nil {
-		return nil, err
-	}
-	if s.subnets, err = armnetwork.NewSubnetsClient(subscriptionID, cred, opts); err != nil {
-		return nil, err
+	s := &clientSet{
+		groups:     resources.NewResourceGroupsClient(),
+		vms:        compute.NewVirtualMachinesClient(),
+		disks:      compute.NewDisksClient(),
+		interfaces: network.NewInterfacesClient(),
+		vnets:      network.NewVirtualNetworksClient(),
+		subnets:    network.NewSubnetsClient(),
+		nsgs:       network.NewSecurityGroupsClient(),
+		routes:     network.NewRouteTablesClient(),
+		publicIPs:  network.NewPublicIPAddressesClient(),
+		lbs:        network.NewLoadBalancersClient(),
 	}
 	c.sets[key] = s
 	return s, nil

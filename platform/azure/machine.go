@@ -214,7 +214,7 @@ func (p *Platform) subnet(hm *infrav1.HybridMachine) (string, error) {
 		return name, nil
 	}
 	role := infrav1.SubnetNode
-	if _, ok := hm.Labels[clusterv1.MachineControlPlaneLabel]; ok {
+	if isControlPlane(hm) {
 		role = infrav1.SubnetControlPlane
 	}
 	for _, s := range p.cluster.Spec.Azure.Network.Subnets {
@@ -223,6 +223,11 @@ func (p *Platform) subnet(hm *infrav1.HybridMachine) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: HybridCluster %s has no subnet with role %s in spec.azure.network.subnets, and spec.azure.subnetName is empty", platform.ErrInvalid, p.cluster.Name, role)
+}
+
+func isControlPlane(hm *infrav1.HybridMachine) bool {
+	_, ok := hm.Labels[clusterv1.MachineControlPlaneLabel]
+	return ok
 }
 
 func (p *Platform) tags(hm *infrav1.HybridMachine) map[string]*string {
@@ -240,19 +245,22 @@ func (p *Platform) nicParams(m *platform.Machine, n resourceNames) (armnetwork.I
 	}
 	a := p.cluster.Spec.Azure
 	subnetID := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s/subnets/%s", a.SubscriptionID, a.ResourceGroup, a.Network.VNetName, subnet)
+	ipc := &armnetwork.InterfaceIPConfigurationPropertiesFormat{
+		Primary:                   ptr.To(true),
+		PrivateIPAllocationMethod: ptr.To(armnetwork.IPAllocationMethodDynamic),
+		Subnet:                    &armnetwork.Subnet{ID: ptr.To(subnetID)},
+	}
+	if isControlPlane(hm) && p.publicLB() {
+		// Behind the API server's load balancer, which is also the
+		// machine's way out.
+		ipc.LoadBalancerBackendAddressPools = []*armnetwork.BackendAddressPool{{ID: ptr.To(p.backendPoolID())}}
+	}
 	return armnetwork.Interface{
 		Location: ptr.To(a.Location),
 		Tags:     p.tags(hm),
 		Properties: &armnetwork.InterfacePropertiesFormat{
 			EnableIPForwarding: ptr.To(ptr.Deref(hm.Spec.Azure.EnableIPForwarding, false)),
-			IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{
-				Name: ptr.To("ipconfig1"),
-				Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
-					Primary:                   ptr.To(true),
-					PrivateIPAllocationMethod: ptr.To(armnetwork.IPAllocationMethodDynamic),
-					Subnet:                    &armnetwork.Subnet{ID: ptr.To(subnetID)},
-				},
-			}},
+			IPConfigurations:   []*armnetwork.InterfaceIPConfiguration{{Name: ptr.To("ipconfig1"), Properties: ipc}},
 		},
 	}, nil
 }

@@ -49,28 +49,50 @@ func (p *Platform) resume(ctx context.Context, n resourceNames, op infrav1.Machi
 // started records an operation a Begin call started: its resume token,
 // or a zero operation when it already ended (its error, if it failed).
 func started[T any](ctx context.Context, typ infrav1.MachineOperationType, poller *runtime.Poller[T]) (infrav1.MachineOperation, error) {
+	token, err := startedToken(ctx, string(typ), poller)
+	if token == "" {
+		return infrav1.MachineOperation{}, err
+	}
+	return infrav1.MachineOperation{Type: typ, ID: token}, err
+}
+
+// startedToken is the resume token of an operation a Begin call started,
+// or "" when it already ended (its error, if it failed).
+func startedToken[T any](ctx context.Context, what string, poller *runtime.Poller[T]) (string, error) {
 	if poller.Done() {
 		// Ended in its first answer: well, or not.
 		if _, err := poller.Result(ctx); err != nil {
-			return infrav1.MachineOperation{}, fmt.Errorf("%w: %w", platform.ErrOperationFailed, classify(string(typ), err))
+			return "", fmt.Errorf("%w: %w", platform.ErrOperationFailed, classify(what, err))
 		}
-		return infrav1.MachineOperation{}, nil
+		return "", nil
 	}
 	token, err := poller.ResumeToken()
 	if err != nil {
-		return infrav1.MachineOperation{}, fmt.Errorf("recording the %s operation: %w", typ, err)
+		return "", fmt.Errorf("recording the operation %s: %w", what, err)
 	}
-	return infrav1.MachineOperation{Type: typ, ID: token}, nil
+	return token, nil
 }
 
 // pollOnce polls a resumed operation once. It returns done when the
 // operation ended well; an operation that failed is ErrOperationFailed
 // (and no operation to record); a poll Azure did not answer keeps op.
 func pollOnce[T any](ctx context.Context, what string, op infrav1.MachineOperation, poller *runtime.Poller[T], resumeErr error) (bool, infrav1.MachineOperation, error) {
+	done, token, err := pollToken(ctx, what, op.ID, poller, resumeErr)
+	if token == "" {
+		return done, infrav1.MachineOperation{}, err
+	}
+	return done, infrav1.MachineOperation{Type: op.Type, ID: token}, err
+}
+
+// pollToken polls the operation of a resume token once. It returns done
+// when the operation ended well, and the token to record while it runs:
+// "" once it ended or failed (ErrOperationFailed), the same token when
+// Azure did not answer the poll.
+func pollToken[T any](ctx context.Context, what, token string, poller *runtime.Poller[T], resumeErr error) (bool, string, error) {
 	if resumeErr != nil {
 		// A token this build cannot read: the resource is looked at
 		// afresh instead.
-		return true, infrav1.MachineOperation{}, nil
+		return true, "", nil
 	}
 	if !poller.Done() {
 		resp, err := poller.Poll(ctx)
@@ -81,31 +103,31 @@ func pollOnce[T any](ctx context.Context, what string, op infrav1.MachineOperati
 		if statusGone(err) {
 			// Azure no longer keeps the operation's status: the
 			// resource says how it ended.
-			return true, infrav1.MachineOperation{}, nil
+			return true, "", nil
 		}
 		if err != nil {
 			if failed(err) {
-				return false, infrav1.MachineOperation{}, fmt.Errorf("%w: %w", platform.ErrOperationFailed, classify(what, err))
+				return false, "", fmt.Errorf("%w: %w", platform.ErrOperationFailed, classify(what, err))
 			}
-			return false, op, classify("polling: "+what, err)
+			return false, token, classify("polling: "+what, err)
 		}
 	}
 	if !poller.Done() {
-		token, err := poller.ResumeToken()
+		next, err := poller.ResumeToken()
 		if err != nil {
-			return false, op, fmt.Errorf("recording the %s operation: %w", op.Type, err)
+			return false, token, fmt.Errorf("recording the operation %s: %w", what, err)
 		}
-		return false, infrav1.MachineOperation{Type: op.Type, ID: token}, nil
+		return false, next, nil
 	}
 	if _, err := poller.Result(ctx); err != nil {
 		if !failed(err) {
 			// The result could not be read (throttled, a server
 			// error): read again from the same token.
-			return false, op, classify("reading the result: "+what, err)
+			return false, token, classify("reading the result: "+what, err)
 		}
-		return false, infrav1.MachineOperation{}, fmt.Errorf("%w: %w", platform.ErrOperationFailed, classify(what, err))
+		return false, "", fmt.Errorf("%w: %w", platform.ErrOperationFailed, classify(what, err))
 	}
-	return true, infrav1.MachineOperation{}, nil
+	return true, "", nil
 }
 
 // failed reports whether an operation's error is its own failure (ARM's

@@ -52,15 +52,21 @@ func New(ctx context.Context, sessions *Sessions, creds Credentials, hc *infrav1
 	return &Platform{sessions: sessions, session: s, cluster: hc}, nil
 }
 
-// CheckCluster returns ErrNotFound, naming the datacenter and the vCenter,
-// when the cluster's datacenter does not exist.
-func (p *Platform) CheckCluster(ctx context.Context) error {
+// EnsureCluster returns ErrNotFound, naming the datacenter and the
+// vCenter, when the cluster's datacenter does not exist. capwin makes
+// nothing for a vSphere cluster: spec.controlPlaneEndpoint is the user's.
+func (p *Platform) EnsureCluster(ctx context.Context) (platform.ClusterState, error) {
 	v := p.cluster.Spec.VSphere
 	err := p.session.CheckDatacenter(ctx, v.Datacenter)
 	if errors.Is(err, ErrNotFound) {
-		return platform.NewError(platform.ErrNotFound, fmt.Sprintf("Datacenter %s does not exist on %s", v.Datacenter, v.Server))
+		return platform.ClusterState{}, platform.NewError(platform.ErrNotFound, fmt.Sprintf("Datacenter %s does not exist on %s", v.Datacenter, v.Server))
 	}
-	return p.neutral(err)
+	return platform.ClusterState{}, p.neutral(err)
+}
+
+// DeleteCluster has nothing to delete: capwin made nothing for the cluster.
+func (p *Platform) DeleteCluster(context.Context) (bool, infrav1.ClusterOperation, error) {
+	return true, infrav1.ClusterOperation{}, nil
 }
 
 // EnsureMachine clones, configures and powers on the machine's VM, one step

@@ -448,6 +448,23 @@ func TestImmutableFields(t *testing.T) {
 	changedC.Spec.ControlPlaneEndpoint.Host = "10.0.0.101"
 	expectRejected(t, env.Client.Update(ctx, changedC), "spec.controlPlaneEndpoint", "immutable")
 
+	// On Azure, capwin sets the endpoint of the load balancer it makes
+	// once; whether it makes one does not change.
+	a := vsphereCluster(ns)
+	a.Name = "azure"
+	a.Spec.VSphere = nil
+	a.Spec.Azure = azureClusterSpec()
+	a.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{}
+	g.Expect(env.Client.Create(ctx, a)).To(Succeed())
+	a.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: "20.0.0.1", Port: 6443}
+	g.Expect(env.Client.Update(ctx, a)).To(Succeed())
+	changedC = a.DeepCopy()
+	changedC.Spec.Azure.APIServerLoadBalancer = infrav1.APIServerLoadBalancerNone
+	expectRejected(t, env.Client.Update(ctx, changedC), "spec.azure.apiServerLoadBalancer", "immutable")
+	changedC = a.DeepCopy()
+	changedC.Spec.Azure.APIServerLoadBalancer = "Internal"
+	expectRejected(t, env.Client.Update(ctx, changedC), "spec.azure.apiServerLoadBalancer", "Unsupported value")
+
 	cfg := windowsConfig(ns)
 	g.Expect(env.Client.Create(ctx, cfg)).To(Succeed())
 	cfg.Spec.PreJoinCommands = []string{"Write-Output changed"}

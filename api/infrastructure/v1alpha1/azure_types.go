@@ -15,8 +15,9 @@ type AzureClusterSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	Location string `json:"location,omitempty"`
 
-	// resourceGroup holds the cluster's resources. capwin does not create
-	// it yet: it must exist, with the virtual network and its subnets.
+	// resourceGroup holds the cluster's resources. capwin creates it when
+	// it does not exist, and then deletes it, with everything in it, when
+	// the cluster is deleted; a resource group made beforehand is kept.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=90
@@ -25,6 +26,15 @@ type AzureClusterSpec struct {
 	// network is the virtual network and its subnets.
 	// +required
 	Network AzureNetworkSpec `json:"network,omitempty,omitzero"`
+
+	// apiServerLoadBalancer is how the control plane's API servers are
+	// reached. Public (when empty): capwin makes a Standard public IP
+	// address and load balancer in front of port 6443 of the control-plane
+	// machines, puts their network interfaces in its backend pool, and sets
+	// spec.controlPlaneEndpoint to that address, which must be empty. None:
+	// spec.controlPlaneEndpoint names an endpoint made beforehand.
+	// +optional
+	APIServerLoadBalancer AzureAPIServerLoadBalancer `json:"apiServerLoadBalancer,omitempty"`
 
 	// identityRef names the credentials: a Secret in the HybridCluster's
 	// namespace, or a HybridClusterIdentity whose allowedNamespaces admit
@@ -36,7 +46,23 @@ type AzureClusterSpec struct {
 	IdentityRef IdentityReference `json:"identityRef,omitempty,omitzero"`
 }
 
-// AzureNetworkSpec is a virtual network and its subnets.
+// AzureAPIServerLoadBalancer is how a cluster's API servers are reached on Azure.
+// +kubebuilder:validation:Enum=Public;None
+type AzureAPIServerLoadBalancer string
+
+const (
+	// APIServerLoadBalancerPublic makes a public load balancer in front of
+	// the control plane.
+	APIServerLoadBalancerPublic AzureAPIServerLoadBalancer = "Public"
+	// APIServerLoadBalancerNone uses the spec.controlPlaneEndpoint given.
+	APIServerLoadBalancerNone AzureAPIServerLoadBalancer = "None"
+)
+
+// AzureNetworkSpec is a virtual network and its subnets. When the virtual
+// network does not exist, capwin creates it with the subnets, a network
+// security group for each subnet role and a route table for the Node
+// subnets, and deletes them with the cluster; a virtual network made
+// beforehand is used as it is and must hold the subnets.
 type AzureNetworkSpec struct {
 	// vnetName is the virtual network's name.
 	// +required

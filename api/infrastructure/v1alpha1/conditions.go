@@ -36,6 +36,21 @@ const (
 	// HybridClusterInvalidReason means the spec names no platform capwin
 	// can act on.
 	HybridClusterInvalidReason = "InvalidConfiguration"
+	// HybridClusterInfrastructureProvisionedCondition is true once what the
+	// cluster's machines need is in place: on vSphere at once (capwin
+	// makes nothing for a vSphere cluster); on Azure once the resource
+	// group, the network and the API server's load balancer are made or
+	// found. It keeps its last value while the platform cannot be reached.
+	HybridClusterInfrastructureProvisionedCondition = "InfrastructureProvisioned"
+	// HybridClusterInfrastructureProvisionedReason means machines can be made.
+	HybridClusterInfrastructureProvisionedReason = "Provisioned"
+	// HybridClusterProvisioningReason means capwin is making one of the
+	// cluster's shared resources (Azure: the resource group, the virtual
+	// network, the API server's load balancer); the message names it.
+	HybridClusterProvisioningReason = "Provisioning"
+	// HybridClusterOperationFailedReason means the platform failed an
+	// operation on a shared resource; it is tried again.
+	HybridClusterOperationFailedReason = "OperationFailed"
 )
 
 // HybridMachine's conditions and their reasons.

@@ -13,7 +13,9 @@ const ClusterFinalizer = "hybridcluster.infrastructure.cluster.x-k8s.io"
 // vsphere and azure is set.
 type HybridClusterSpec struct {
 	// controlPlaneEndpoint is the address of the workload cluster's API
-	// server: a virtual IP or load balancer in front of the Linux control plane.
+	// server: a virtual IP or load balancer in front of the Linux control
+	// plane. On Azure with spec.azure.apiServerLoadBalancer Public, capwin
+	// sets it to the load balancer it makes; it cannot change once set.
 	// +optional
 	ControlPlaneEndpoint clusterv1.APIEndpoint `json:"controlPlaneEndpoint,omitempty,omitzero"`
 
@@ -51,6 +53,13 @@ type HybridClusterStatus struct {
 	// +kubebuilder:validation:MaxItems=100
 	FailureDomains []clusterv1.FailureDomain `json:"failureDomains,omitempty"`
 
+	// operation is the platform operation in flight on one of the
+	// cluster's shared resources (Azure: a virtual network's create, a
+	// resource group's delete), which the next reconcile looks at again.
+	// Empty when none runs.
+	// +optional
+	Operation ClusterOperation `json:"operation,omitempty,omitzero"`
+
 	// conditions are the HybridCluster's current state: Ready, Paused and
 	// the per-platform conditions.
 	// +optional
@@ -59,6 +68,42 @@ type HybridClusterStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// ClusterOperationType is what a cluster's operation does.
+// +kubebuilder:validation:Enum=Create;Delete
+type ClusterOperationType string
+
+const (
+	// ClusterOperationCreate creates or updates a shared resource.
+	ClusterOperationCreate ClusterOperationType = "Create"
+	// ClusterOperationDelete deletes a shared resource.
+	ClusterOperationDelete ClusterOperationType = "Delete"
+)
+
+// ClusterOperation is a long-running operation the controller started on
+// one of the cluster's shared resources and looks at again on a later
+// reconcile, instead of waiting for it.
+type ClusterOperation struct {
+	// type is what the operation does.
+	// +required
+	Type ClusterOperationType `json:"type,omitempty"`
+
+	// resource is the resource the operation writes: its type and name as
+	// in its Azure resource ID, such as virtualNetworks/capwin-vnet.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Resource string `json:"resource,omitempty"`
+
+	// id is the resume token of the Azure SDK's poller for the operation.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=8192
+	ID string `json:"id,omitempty"`
+}
+
+// IsZero reports whether no operation is recorded.
+func (o ClusterOperation) IsZero() bool { return o.ID == "" }
 
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=hybridclusters,scope=Namespaced,categories=cluster-api,shortName=hc

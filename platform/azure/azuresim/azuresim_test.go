@@ -748,3 +748,100 @@ func TestConcurrentNICCreatesGetDistinctAddresses(t *testing.T) {
 		t.Fatalf("%d NICs, want 10", len(seen))
 	}
 }
+
+// TestLoadBalancerAndPublicIP: a load balancer's frontend takes a public
+// IP address, which cannot then be deleted; a NIC joins an existing pool
+// only, and while it is in it the load balancer cannot go; once it left,
+// the load balancer and then its address can.
+func TestLoadBalancerAndPublicIP(t *testing.T) {
+	ctx := context.Background()
+	c := New(Options{SubscriptionID: sub, Polls: 1})
+	cl := newClients(t, sub, c.ClientOptions())
+	subnetID := cl.network(t)
+	pips, err := armnetwork.NewPublicIPAddressesClient(sub, Credential(), c.ClientOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lbs, err := armnetwork.NewLoadBalancersClient(sub, Credential(), c.ClientOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp, err := pips.BeginCreateOrUpdate(ctx, rg, "pip", armnetwork.PublicIPAddress{Location: ptr(location)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pip, err := pp.PollUntilDone(ctx, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deref(pip.Properties.IPAddress) == "" {
+		t.Fatal("the public IP address has no address")
+	}
+	lbID := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/loadBalancers/lb"
+	body := func(pipID, poolRef string) armnetwork.LoadBalancer {
+		return armnetwork.LoadBalancer{
+			Location: ptr(location),
+			Properties: &armnetwork.LoadBalancerPropertiesFormat{
+				FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{Name: ptr("fe"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{PublicIPAddress: &armnetwork.PublicIPAddress{ID: ptr(pipID)}}}},
+				BackendAddressPools:      []*armnetwork.BackendAddressPool{{Name: ptr("pool")}},
+				LoadBalancingRules: []*armnetwork.LoadBalancingRule{{Name: ptr("r"), Properties: &armnetwork.LoadBalancingRulePropertiesFormat{
+					FrontendIPConfiguration: &armnetwork.SubResource{ID: ptr(lbID + "/frontendIPConfigurations/fe")},
+					BackendAddressPool:      &armnetwork.SubResource{ID: ptr(lbID + "/backendAddressPools/" + poolRef)},
+				}}},
+			},
+		}
+	}
+	_, err = lbs.BeginCreateOrUpdate(ctx, rg, "lb", body(deref(pip.ID)+"x", "pool"), nil)
+	wantError(t, err, 400, "InvalidResourceReference")
+	_, err = lbs.BeginCreateOrUpdate(ctx, rg, "lb", body(deref(pip.ID), "other"), nil)
+	wantError(t, err, 400, "InvalidResourceReference")
+	lp, err := lbs.BeginCreateOrUpdate(ctx, rg, "lb", body(deref(pip.ID), "pool"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lp.PollUntilDone(ctx, fast); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pips.BeginDelete(ctx, rg, "pip", nil)
+	wantError(t, err, 400, "PublicIPAddressCannotBeDeleted")
+
+	nic := nicBody(subnetID)
+	nic.Properties.IPConfigurations[0].Properties.LoadBalancerBackendAddressPools = []*armnetwork.BackendAddressPool{{ID: ptr(lbID + "/backendAddressPools/nope")}}
+	_, err = cl.nics.BeginCreateOrUpdate(ctx, rg, "nic1", nic, nil)
+	wantError(t, err, 400, "InvalidResourceReference")
+	nic.Properties.IPConfigurations[0].Properties.LoadBalancerBackendAddressPools[0].ID = ptr(lbID + "/backendAddressPools/pool")
+	np, err := cl.nics.BeginCreateOrUpdate(ctx, rg, "nic1", nic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := np.PollUntilDone(ctx, fast); err != nil {
+		t.Fatal(err)
+	}
+	if members := c.LoadBalancers()[0].Properties.BackendAddressPools[0].Properties.BackendIPConfigurations; len(members) != 1 {
+		t.Fatalf("the pool lists %d IP configurations, want nic1's", len(members))
+	}
+	_, err = lbs.BeginDelete(ctx, rg, "lb", nil)
+	wantError(t, err, 400, "InUseBackendAddressPoolCannotBeDeleted")
+
+	dn, err := cl.nics.BeginDelete(ctx, rg, "nic1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dn.PollUntilDone(ctx, fast); err != nil {
+		t.Fatal(err)
+	}
+	dl, err := lbs.BeginDelete(ctx, rg, "lb", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dl.PollUntilDone(ctx, fast); err != nil {
+		t.Fatal(err)
+	}
+	dp, err := pips.BeginDelete(ctx, rg, "pip", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dp.PollUntilDone(ctx, fast); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,12 +1,14 @@
 // Package azuresim is an in-memory model of the Azure Resource Manager
 // resources capwin uses (resource groups, virtual networks and subnets,
-// network security groups, route tables, network interfaces, virtual
-// machines and their managed OS disks), served to the real Azure SDK for Go
+// network security groups, route tables, public IP addresses, load
+// balancers, network interfaces, virtual machines and their managed OS
+// disks), served to the real Azure SDK for Go
 // clients through the SDK's own fake servers.
 //
 // A test builds a Cloud with New, gives Cloud.ClientOptions and Credential to
 // armcompute, armnetwork and armresources clients, and then inspects the
-// model with Cloud.VirtualMachines, Cloud.Interfaces, Cloud.Disks and
+// model with Cloud.VirtualMachines, Cloud.Interfaces, Cloud.Disks,
+// Cloud.VirtualNetworks, Cloud.LoadBalancers and
 // Cloud.ResourceGroups. Cloud.SetFault injects throttling and server errors,
 // Options.WritesPerSecond throttles writes the way ARM does, and
 // Cloud.OnVMCreated lets a guest simulator boot a VM once its create ends.
@@ -23,6 +25,9 @@
 //   - A request the simulation does not model (an API without a fake, a
 //     change to a VM's network interfaces, a PATCH of anything but tags and
 //     userData) is rejected rather than accepted.
+//   - A load balancer whose backend pool holds a network interface cannot
+//     be deleted (code InUseBackendAddressPoolCannotBeDeleted, the
+//     simulation's own): capwin deletes it only after its machines.
 //   - Polling an operation that this Cloud does not know (for example a
 //     resume token from another Cloud) answers 404.
 //

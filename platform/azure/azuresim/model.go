@@ -46,13 +46,17 @@ type Cloud struct {
 	vnets    map[string]*armnetwork.VirtualNetwork  // by lower-cased ID, subnets inline
 	nsgs     map[string]*armnetwork.SecurityGroup
 	rts      map[string]*armnetwork.RouteTable
+	pips     map[string]*armnetwork.PublicIPAddress
+	lbs      map[string]*armnetwork.LoadBalancer
 	nics     map[string]*armnetwork.Interface
 	vms      map[string]*armcompute.VirtualMachine // with adminPassword and customData
 	disks    map[string]*armcompute.Disk
 	pending  map[string]uint64 // lower-cased ID → the operation on it that has not ended
 	deleting map[string]bool   // lower-cased IDs of resources whose delete has not ended
 	nextOp   uint64
-	created  []func(vm armcompute.VirtualMachine)
+	// nextPublicIP numbers the public IP addresses given out.
+	nextPublicIP uint32
+	created      []func(vm armcompute.VirtualMachine)
 
 	tr *transport
 }
@@ -65,6 +69,8 @@ func New(o Options) *Cloud {
 		vnets:    map[string]*armnetwork.VirtualNetwork{},
 		nsgs:     map[string]*armnetwork.SecurityGroup{},
 		rts:      map[string]*armnetwork.RouteTable{},
+		pips:     map[string]*armnetwork.PublicIPAddress{},
+		lbs:      map[string]*armnetwork.LoadBalancer{},
 		nics:     map[string]*armnetwork.Interface{},
 		vms:      map[string]*armcompute.VirtualMachine{},
 		disks:    map[string]*armcompute.Disk{},
@@ -104,6 +110,25 @@ func (c *Cloud) Disks() []armcompute.Disk {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return sortedCopies(c.disks, func(v *armcompute.Disk) *string { return v.ID })
+}
+
+// LoadBalancers returns a copy of every load balancer, sorted by ID, its
+// pools listing the NIC IP configurations in them.
+func (c *Cloud) LoadBalancers() []armnetwork.LoadBalancer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := sortedCopies(c.lbs, func(v *armnetwork.LoadBalancer) *string { return v.ID })
+	for i := range out {
+		out[i] = c.withPoolMembers(out[i])
+	}
+	return out
+}
+
+// VirtualNetworks returns a copy of every virtual network, sorted by ID.
+func (c *Cloud) VirtualNetworks() []armnetwork.VirtualNetwork {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return sortedCopies(c.vnets, func(v *armnetwork.VirtualNetwork) *string { return v.ID })
 }
 
 // ResourceGroups returns a copy of every resource group, sorted by ID.

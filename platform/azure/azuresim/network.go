@@ -52,6 +52,16 @@ func (c *Cloud) networkServers() *networkfake.ServerFactory {
 			Get:                 c.getRouteTable,
 			BeginDelete:         c.deleteRouteTable,
 		},
+		PublicIPAddressesServer: networkfake.PublicIPAddressesServer{
+			BeginCreateOrUpdate: c.putPublicIP,
+			Get:                 c.getPublicIP,
+			BeginDelete:         c.deletePublicIP,
+		},
+		LoadBalancersServer: networkfake.LoadBalancersServer{
+			BeginCreateOrUpdate: c.putLoadBalancer,
+			Get:                 c.getLoadBalancer,
+			BeginDelete:         c.deleteLoadBalancer,
+		},
 		InterfacesServer: networkfake.InterfacesServer{
 			BeginCreateOrUpdate: c.putNIC,
 			Get:                 c.getNIC,

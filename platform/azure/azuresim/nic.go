@@ -90,6 +90,11 @@ func (c *Cloud) assignAddresses(n *armnetwork.Interface, old *armnetwork.Interfa
 			return errf(http.StatusBadRequest, "InvalidRequestFormat", "subnet",
 				"IP configuration %s of network interface %s must name a subnet.", deref(ipc.Name), id)
 		}
+		for _, b := range ipc.Properties.LoadBalancerBackendAddressPools {
+			if b == nil || !c.backendPool(key(deref(b.ID))) {
+				return invalidReference(deref(b.ID), deref(ipc.ID))
+			}
+		}
 		subnetID := deref(ipc.Properties.Subnet.ID)
 		sk := key(subnetID)
 		v, s := c.subnet(sk)

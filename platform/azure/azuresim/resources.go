@@ -103,6 +103,8 @@ func (c *Cloud) deleteGroup(ctx context.Context, name string, _ *armresources.Re
 		dropPrefix(c.vnets, prefix)
 		dropPrefix(c.nsgs, prefix)
 		dropPrefix(c.rts, prefix)
+		dropPrefix(c.lbs, prefix)
+		dropPrefix(c.pips, prefix)
 		dropPrefix(c.nics, prefix)
 		dropPrefix(c.disks, prefix)
 		for k := range c.deleting {

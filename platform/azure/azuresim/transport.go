@@ -61,14 +61,16 @@ func newTransport(c *Cloud) *transport {
 		refilled:  time.Now(),
 	}
 	t.byClient = map[string]policy.Transporter{
-		"VirtualMachinesClient": t.compute,
-		"DisksClient":           t.compute,
-		"VirtualNetworksClient": t.network,
-		"SubnetsClient":         t.network,
-		"SecurityGroupsClient":  t.network,
-		"RouteTablesClient":     t.network,
-		"InterfacesClient":      t.network,
-		"ResourceGroupsClient":  t.resources,
+		"VirtualMachinesClient":   t.compute,
+		"DisksClient":             t.compute,
+		"VirtualNetworksClient":   t.network,
+		"SubnetsClient":           t.network,
+		"SecurityGroupsClient":    t.network,
+		"RouteTablesClient":       t.network,
+		"InterfacesClient":        t.network,
+		"PublicIPAddressesClient": t.network,
+		"LoadBalancersClient":     t.network,
+		"ResourceGroupsClient":    t.resources,
 	}
 	return t
 }
