@@ -2,8 +2,12 @@ package webhooks
 
 import (
 	"context"
+	"math/rand/v2"
+	"os"
 	"reflect"
+	"strconv"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -50,51 +54,86 @@ func FuzzDefaultThenValidate(f *testing.F) {
 	for _, seed := range [][]byte{{0}, {1, 2, 3}, {2, 200, 7, 9}, {3, 1}, {4, 4, 4, 4, 4}, {5}, {6, 66, 6}} {
 		f.Add(seed)
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) == 0 {
-			return
+	f.Fuzz(defaultThenValidate)
+}
+
+// TestDefaultThenValidateRandomInputs runs FuzzDefaultThenValidate's check
+// on random inputs, without the fuzzer's coverage guidance: make test's
+// random exploration, which costs no instrumented build of every
+// dependency (make fuzz does that). The seed is logged, so that a failure
+// can be replayed with CAPWIN_FUZZ_SEED.
+func TestDefaultThenValidateRandomInputs(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("CAPWIN_FUZZ_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("CAPWIN_FUZZ_SEED: %v", err)
 		}
-		ctx := context.Background()
-		fill := newFiller(data[1:])
-		switch data[0] % 7 {
-		case 0:
-			m := &infrav1.HybridMachine{}
-			fill.Fill(m)
-			checkIdempotent(t, m, func(o *infrav1.HybridMachine) { _ = (&HybridMachine{}).Default(ctx, o) })
-			_ = validateHybridMachine(m)
-			_ = validateMachineSpec(&m.Spec, field.NewPath("spec"), true)
-		case 1:
-			m := &infrav1.HybridMachineTemplate{}
-			fill.Fill(m)
-			checkIdempotent(t, m, func(o *infrav1.HybridMachineTemplate) { _ = (&HybridMachineTemplate{}).Default(ctx, o) })
-			_ = validateHybridMachineTemplate(m)
-		case 2:
-			c := &infrav1.HybridCluster{}
-			fill.Fill(c)
-			_ = validateClusterSpec(&c.Spec, field.NewPath("spec"))
-			old := &infrav1.HybridCluster{}
-			fill.Fill(old)
-			_ = clusterImmutable(&old.Spec, &c.Spec, field.NewPath("spec"))
-		case 3:
-			c := &infrav1.HybridClusterTemplate{}
-			fill.Fill(c)
-			_ = validateHybridClusterTemplate(c)
-		case 4:
-			i := &infrav1.HybridClusterIdentity{}
-			fill.Fill(i)
-			_ = validateIdentity(i)
-		case 5:
-			c := &bootstrapv1.WindowsKubeadmConfig{}
-			fill.Fill(c)
-			checkIdempotent(t, c, func(o *bootstrapv1.WindowsKubeadmConfig) { o.Spec.Default() })
-			_ = validation.ValidateConfigSpec(&c.Spec, field.NewPath("spec"))
-		case 6:
-			c := &bootstrapv1.WindowsKubeadmConfigTemplate{}
-			fill.Fill(c)
-			checkIdempotent(t, c, func(o *bootstrapv1.WindowsKubeadmConfigTemplate) { o.Spec.Template.Spec.Default() })
-			_ = validation.ValidateConfigTemplate(c)
+	}
+	t.Logf("seed %d (CAPWIN_FUZZ_SEED=%d replays it)", seed, seed)
+	r := rand.New(rand.NewPCG(seed, seed))
+	n := 20000
+	if testing.Short() {
+		n = 2000
+	}
+	for i := 0; i < n; i++ {
+		data := make([]byte, 1+r.IntN(256))
+		for j := range data {
+			data[j] = byte(r.Uint32())
 		}
-	})
+		defaultThenValidate(t, data)
+		if t.Failed() {
+			t.Fatalf("input %d of seed %d: %x", i, seed, data)
+		}
+	}
+}
+
+// defaultThenValidate fills the kind data[0] picks with content from the
+// rest, defaults it twice and validates it.
+func defaultThenValidate(t *testing.T, data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	ctx := context.Background()
+	fill := newFiller(data[1:])
+	switch data[0] % 7 {
+	case 0:
+		m := &infrav1.HybridMachine{}
+		fill.Fill(m)
+		checkIdempotent(t, m, func(o *infrav1.HybridMachine) { _ = (&HybridMachine{}).Default(ctx, o) })
+		_ = validateHybridMachine(m)
+		_ = validateMachineSpec(&m.Spec, field.NewPath("spec"), true)
+	case 1:
+		m := &infrav1.HybridMachineTemplate{}
+		fill.Fill(m)
+		checkIdempotent(t, m, func(o *infrav1.HybridMachineTemplate) { _ = (&HybridMachineTemplate{}).Default(ctx, o) })
+		_ = validateHybridMachineTemplate(m)
+	case 2:
+		c := &infrav1.HybridCluster{}
+		fill.Fill(c)
+		_ = validateClusterSpec(&c.Spec, field.NewPath("spec"))
+		old := &infrav1.HybridCluster{}
+		fill.Fill(old)
+		_ = clusterImmutable(&old.Spec, &c.Spec, field.NewPath("spec"))
+	case 3:
+		c := &infrav1.HybridClusterTemplate{}
+		fill.Fill(c)
+		_ = validateHybridClusterTemplate(c)
+	case 4:
+		i := &infrav1.HybridClusterIdentity{}
+		fill.Fill(i)
+		_ = validateIdentity(i)
+	case 5:
+		c := &bootstrapv1.WindowsKubeadmConfig{}
+		fill.Fill(c)
+		checkIdempotent(t, c, func(o *bootstrapv1.WindowsKubeadmConfig) { o.Spec.Default() })
+		_ = validation.ValidateConfigSpec(&c.Spec, field.NewPath("spec"))
+	case 6:
+		c := &bootstrapv1.WindowsKubeadmConfigTemplate{}
+		fill.Fill(c)
+		checkIdempotent(t, c, func(o *bootstrapv1.WindowsKubeadmConfigTemplate) { o.Spec.Template.Spec.Default() })
+		_ = validation.ValidateConfigTemplate(c)
+	}
 }
 
 // checkIdempotent defaults obj in place and fails if defaulting the result
