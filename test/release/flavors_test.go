@@ -1,10 +1,8 @@
 package release_test
 
 import (
-	"bytes"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,6 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
+	clusterctlclient "sigs.k8s.io/cluster-api/cmd/clusterctl/client"
+	clusterctlconfig "sigs.k8s.io/cluster-api/cmd/clusterctl/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwin/capwin/platform/vsphere/vspheresim/cpi"
@@ -41,7 +43,8 @@ var flavorVariables = map[string]string{
 	"VSPHERE_SSH_AUTHORIZED_KEY":   "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAILkF1Ms6BeuCAVt6oFYilabd0bpA5fjYB3Op9jIsDcVi capwin@example",
 }
 
-// TestGenerateClusterFlavors runs the pinned clusterctl against a local
+// TestGenerateClusterFlavors runs clusterctl's generate cluster (its client
+// library, of the version go.mod pins, in this process) against a local
 // repository laid out as clusterctl's overrides are, for every flavor in
 // templates/, and applies what it generates, server-side and dry run,
 // through capwin's webhooks.
@@ -61,9 +64,6 @@ func TestGenerateClusterFlavors(t *testing.T) {
 	for _, f := range append(append([]string{}, flavors...), classes...) {
 		copyFile(t, f, filepath.Join(version, filepath.Base(f)))
 	}
-	config := filepath.Join(repo, "clusterctl.yaml")
-	g.Expect(os.WriteFile(config, []byte("providers:\n  - name: capwin\n    type: InfrastructureProvider\n    url: "+
-		filepath.Join(version, "infrastructure-components.yaml")+"\n"), 0o644)).To(Succeed())
 
 	for _, f := range flavors {
 		flavor := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "cluster-template-"), ".yaml")
@@ -73,21 +73,31 @@ func TestGenerateClusterFlavors(t *testing.T) {
 			ns, err := env.CreateNamespace(ctx, "flavor")
 			g.Expect(err).NotTo(HaveOccurred())
 
-			vars := clusterctl(t, repo, config, "generate", "cluster", "win1", "--infrastructure", "capwin:v0.1.0",
-				"--flavor", flavor, "--target-namespace", ns.Name, "--list-variables")
+			listed := generateCluster(t, repo, nil, clusterctlclient.GetClusterTemplateOptions{
+				ClusterName: "win1", TargetNamespace: ns.Name, ListVariablesOnly: true,
+				ProviderRepositorySource: &clusterctlclient.ProviderRepositorySourceOptions{InfrastructureProvider: "capwin:v0.1.0", Flavor: flavor},
+			})
+			vars := listed.Variables()
 			// Every variable the flavor uses is listed, but those clusterctl
 			// fills in itself.
 			data, err := os.ReadFile(f)
 			g.Expect(err).NotTo(HaveOccurred())
 			for _, m := range variableRef.FindAllStringSubmatch(string(data), -1) {
 				if name := m[1]; name != "CLUSTER_NAME" && name != "NAMESPACE" {
-					g.Expect(string(vars)).To(ContainSubstring("- "+name), "--list-variables names %s", name)
+					g.Expect(vars).To(ContainElement(name), "the listed variables name %s", name)
 				}
 			}
 			generate := func(name string, vars map[string]string) []*unstructured.Unstructured {
-				return decode(t, clusterctlWith(t, repo, config, vars, "generate", "cluster", name, "--infrastructure", "capwin:v0.1.0",
-					"--flavor", flavor, "--target-namespace", ns.Name, "--kubernetes-version", "v1.36.3",
-					"--control-plane-machine-count", "1", "--worker-machine-count", "1"))
+				tmpl := generateCluster(t, repo, vars, clusterctlclient.GetClusterTemplateOptions{
+					ClusterName: name, TargetNamespace: ns.Name, KubernetesVersion: "v1.36.3",
+					ControlPlaneMachineCount: ptr.To[int64](1), WorkerMachineCount: ptr.To[int64](1),
+					ProviderRepositorySource: &clusterctlclient.ProviderRepositorySourceOptions{InfrastructureProvider: "capwin:v0.1.0", Flavor: flavor},
+				})
+				out, err := tmpl.Yaml()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return decode(t, out)
 			}
 			objs := generate("win1", nil)
 			g.Expect(objs).NotTo(BeEmpty())
@@ -157,31 +167,39 @@ func TestGenerateClusterFlavors(t *testing.T) {
 	}
 }
 
-func clusterctl(t *testing.T, repo, config string, args ...string) []byte {
+// generateCluster runs clusterctl's generate cluster, in this process
+// through clusterctl's own client library (the code the clusterctl command
+// runs, of the version go.mod pins), against the local repository repo
+// laid out as clusterctl's overrides are, with flavorVariables and vars,
+// which win, as the user's variables.
+func generateCluster(t *testing.T, repo string, vars map[string]string, o clusterctlclient.GetClusterTemplateOptions) clusterctlclient.Template {
 	t.Helper()
-	return clusterctlWith(t, repo, config, nil, args...)
-}
-
-// clusterctlWith runs clusterctl with flavorVariables and vars, which win.
-func clusterctlWith(t *testing.T, repo, config string, vars map[string]string, args ...string) []byte {
-	t.Helper()
-	root := envtest.RepoRoot()
-	cmd := exec.CommandContext(t.Context(), "go", append([]string{"tool", "-modfile=" + filepath.Join(root, "hack", "tools", "go.mod"), "clusterctl"},
-		append(args, "--config", config)...)...)
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(repo, "xdg"), "CLUSTERCTL_DISABLE_VERSIONCHECK=true")
+	ctx := t.Context()
+	reader := clusterctlconfig.NewMemoryReader()
+	if _, err := reader.AddProvider("capwin", clusterctlv1.InfrastructureProviderType, filepath.Join(repo, "infrastructure-capwin", "v0.1.0", "infrastructure-components.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	// No overrides or cache from the user's configuration.
+	reader.Set("overridesFolder", filepath.Join(repo, "overrides"))
 	for k, v := range flavorVariables {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		reader.Set(k, v)
 	}
 	for k, v := range vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		reader.Set(k, v)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	cfg, err := clusterctlconfig.New(ctx, "", clusterctlconfig.InjectReader(reader))
 	if err != nil {
-		t.Fatalf("clusterctl %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		t.Fatal(err)
 	}
-	return out
+	c, err := clusterctlclient.New(ctx, "", clusterctlclient.InjectConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := c.GetClusterTemplate(ctx, o)
+	if err != nil {
+		t.Fatalf("clusterctl generate cluster %s --flavor %s: %v", o.ClusterName, o.ProviderRepositorySource.Flavor, err)
+	}
+	return tmpl
 }
 
 func copyFile(t *testing.T, from, to string) {
