@@ -180,15 +180,29 @@ func (r *HybridClusterReconciler) reconcileDelete(ctx context.Context, hc *infra
 			hc.Status.Operation = op
 		}
 		if err != nil {
+			// Always tried again: what blocks the delete (a login, a
+			// resource Azure says is in use) is fixed outside
+			// Kubernetes, and no event would say so.
+			retry := ctrl.Result{RequeueAfter: platform.RetryAfter(err)}
+			if errors.Is(err, platform.ErrOperationFailed) || errors.Is(err, platform.ErrInvalid) {
+				setInfrastructureProvisioned(hc, notYet(infrav1.HybridClusterDeletingReason, err.Error()))
+				return retry, nil
+			}
 			o := clusterErrorOutcome(err)
 			if o.condition != nil {
 				setPlatformAvailable(hc, *o.condition)
 			}
-			return o.result, o.err
+			if o.err != nil {
+				return ctrl.Result{}, o.err
+			}
+			return retry, nil
 		}
 		if !gone {
 			msg := "Deleting the cluster's network"
-			if !op.IsZero() {
+			switch {
+			case op.Type == infrav1.ClusterOperationCreate:
+				msg = fmt.Sprintf("Waiting for the create of %s to end, to delete it", op.Resource)
+			case !op.IsZero():
 				msg = fmt.Sprintf("Deleting %s", op.Resource)
 			}
 			setInfrastructureProvisioned(hc, notYet(infrav1.HybridClusterDeletingReason, msg))

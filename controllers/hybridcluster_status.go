@@ -40,7 +40,10 @@ func clusterErrorOutcome(err error) errorOutcome {
 		retry  bool
 	}{
 		{platform.ErrNotSupported, infrav1.HybridClusterPlatformNotSupportedReason, false},
-		{platform.ErrInvalid, infrav1.HybridClusterInvalidReason, false},
+		// Retried: what is invalid may be outside Kubernetes (a
+		// resource of the same name on the platform), fixed without an
+		// event.
+		{platform.ErrInvalid, infrav1.HybridClusterInvalidReason, true},
 		{platform.ErrIdentityNotAllowed, infrav1.HybridClusterIdentityNotAllowedReason, true},
 		{platform.ErrCredentialsNotFound, infrav1.HybridClusterCredentialsNotFoundReason, true},
 		{platform.ErrAuthentication, infrav1.HybridClusterBadCredentialsReason, true},

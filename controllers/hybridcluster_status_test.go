@@ -23,7 +23,7 @@ func TestClusterErrorOutcome(t *testing.T) {
 	}{
 		{"available", nil, metav1.ConditionTrue, infrav1.HybridClusterPlatformAvailableReason, 0, false},
 		{"azure in this build", platform.NewError(platform.ErrNotSupported, "no Azure controller yet"), metav1.ConditionFalse, infrav1.HybridClusterPlatformNotSupportedReason, 0, false},
-		{"no platform", fmt.Errorf("%w: neither", platform.ErrInvalid), metav1.ConditionFalse, infrav1.HybridClusterInvalidReason, 0, false},
+		{"name clash on the platform", fmt.Errorf("%w: security group x exists", platform.ErrInvalid), metav1.ConditionFalse, infrav1.HybridClusterInvalidReason, platform.DefaultRetry, false},
 		{"identity not allowed", fmt.Errorf("%w: x", platform.ErrIdentityNotAllowed), metav1.ConditionFalse, infrav1.HybridClusterIdentityNotAllowedReason, platform.DefaultRetry, false},
 		{"no secret", fmt.Errorf("%w: Secret x", platform.ErrCredentialsNotFound), metav1.ConditionFalse, infrav1.HybridClusterCredentialsNotFoundReason, platform.DefaultRetry, false},
 		{"login refused", platform.NewError(platform.ErrAuthentication, "vCenter login failed"), metav1.ConditionFalse, infrav1.HybridClusterBadCredentialsReason, platform.DefaultRetry, false},

@@ -84,9 +84,17 @@ func clusterImmutable(oldS, newS *infrav1.HybridClusterSpec, spec *field.Path) f
 		errs = append(errs, immutable(o.Location, n.Location, p.Child("location"))...)
 		errs = append(errs, immutable(o.ResourceGroup, n.ResourceGroup, p.Child("resourceGroup"))...)
 		errs = append(errs, immutable(o.Network.VNetName, n.Network.VNetName, p.Child("network", "vnetName"))...)
-		errs = append(errs, immutable(o.APIServerLoadBalancer, n.APIServerLoadBalancer, p.Child("apiServerLoadBalancer"))...)
+		errs = append(errs, immutable(lbOrDefault(o.APIServerLoadBalancer), lbOrDefault(n.APIServerLoadBalancer), p.Child("apiServerLoadBalancer"))...)
 	}
 	return errs
+}
+
+// lbOrDefault is the load balancer an empty apiServerLoadBalancer means.
+func lbOrDefault(lb infrav1.AzureAPIServerLoadBalancer) infrav1.AzureAPIServerLoadBalancer {
+	if lb == "" {
+		return infrav1.APIServerLoadBalancerPublic
+	}
+	return lb
 }
 
 // validateClusterSpec checks a HybridCluster spec, shared with HybridClusterTemplate.

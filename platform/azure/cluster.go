@@ -221,21 +221,32 @@ func (p *Platform) DeleteCluster(ctx context.Context) (bool, infrav1.ClusterOper
 		if !done && err == nil {
 			return false, next, nil
 		}
-		if err != nil && !isOperationFailed(err) {
+		if err != nil && (!isOperationFailed(err) || op.Type == infrav1.ClusterOperationDelete) {
+			// A delete Azure failed says why, and is tried again
+			// after the retry.
 			return false, next, err
 		}
-		// A failed create is deleted like any other resource; a failed
-		// delete is tried again.
+		// A failed create is deleted like any other resource.
 	}
-	order := all
-	if g, err := all[0].get(ctx); err != nil {
+	g, err := all[0].get(ctx)
+	if err != nil {
 		return false, infrav1.ClusterOperation{}, err
-	} else if g == nil {
+	}
+	if g == nil {
 		return true, infrav1.ClusterOperation{}, nil
-	} else if p.ownedByCluster(g.tags) {
-		order = all[:1]
-	} else {
-		order = all[1:]
+	}
+	order := all[1:]
+	if p.ownedByCluster(g.tags) {
+		other, err := p.otherClustersResource(ctx)
+		if err != nil {
+			return false, infrav1.ClusterOperation{}, err
+		}
+		if other == "" {
+			// Everything in the group capwin made goes with it.
+			order = all[:1]
+		}
+		// Else the group holds another cluster's resources: this
+		// cluster's own are deleted one by one, and the group is kept.
 	}
 	for i := len(order) - 1; i >= 0; i-- {
 		r := order[i]
@@ -258,6 +269,27 @@ func (p *Platform) DeleteCluster(ctx context.Context) (bool, infrav1.ClusterOper
 		}
 	}
 	return true, infrav1.ClusterOperation{}, nil
+}
+
+// otherClustersResource returns the ID of a resource in the cluster's
+// resource group that carries another cluster's tag, or "".
+func (p *Platform) otherClustersResource(ctx context.Context) (string, error) {
+	pager := p.clients.resources.NewListByResourceGroupPager(p.group(), nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return "", classify("listing the resources of resource group "+p.group(), err)
+		}
+		for _, r := range page.Value {
+			if r == nil {
+				continue
+			}
+			if c := ptr.Deref(r.Tags[ClusterTag], ""); c != "" && c != p.clusterKey() {
+				return ptr.Deref(r.ID, ""), nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // resumeShared polls the recorded operation once.
@@ -500,6 +532,12 @@ func (p *Platform) subnetParams(s infrav1.AzureSubnet) *armnetwork.Subnet {
 		Properties: &armnetwork.SubnetPropertiesFormat{
 			AddressPrefix:        ptr.To(s.CIDRBlock),
 			NetworkSecurityGroup: &armnetwork.SecurityGroup{ID: ptr.To(p.resourceID("networkSecurityGroups", names.nsg[s.Role]))},
+			// Workers have no public address and sit behind no load
+			// balancer: Azure's default outbound access is their way to
+			// the API server's public address and to image registries.
+			// Said, not left to the API version's default, which newer
+			// versions turn off.
+			DefaultOutboundAccess: ptr.To(true),
 		},
 	}
 	if s.Role == infrav1.SubnetNode {
@@ -563,8 +601,12 @@ func (p *Platform) ensureSubnets(ctx context.Context) (platform.ClusterState, er
 		}
 		poller, err := p.clients.subnets.BeginCreateOrUpdate(ctx, p.group(), n.VNetName, s.Name, *p.subnetParams(s), nil)
 		token, err := begun(ctx, "creating subnet "+s.Name, poller, err)
-		if err != nil || token == "" {
+		if err != nil {
 			return platform.ClusterState{}, err
+		}
+		if token == "" {
+			// Made at once: on to the next.
+			continue
 		}
 		return platform.ClusterState{
 			Operation: infrav1.ClusterOperation{Type: infrav1.ClusterOperationCreate, Resource: vnetPath(n.VNetName) + "/subnets/" + s.Name, ID: token},
@@ -654,7 +696,7 @@ func (p *Platform) lbResource(names clusterNames) shared {
 
 // lbParams is the API server's Standard public load balancer: port 6443
 // of the public address to port 6443 of the control-plane machines whose
-// API server answers the TCP probe, and an outbound rule through the same
+// API server answers /readyz, and an outbound rule through the same
 // address, since a machine behind a Standard public load balancer has no
 // other way out.
 func (p *Platform) lbParams(names clusterNames) armnetwork.LoadBalancer {
@@ -673,11 +715,14 @@ func (p *Platform) lbParams(names clusterNames) armnetwork.LoadBalancer {
 			BackendAddressPools: []*armnetwork.BackendAddressPool{{Name: ptr.To(lbPool)}},
 			Probes: []*armnetwork.Probe{{
 				Name: ptr.To(lbProbe),
+				// /readyz, not an open port: a joining control plane's
+				// API server listens before it can answer.
 				Properties: &armnetwork.ProbePropertiesFormat{
-					Protocol:          ptr.To(armnetwork.ProbeProtocolTCP),
+					Protocol:          ptr.To(armnetwork.ProbeProtocolHTTPS),
 					Port:              ptr.To[int32](APIServerPort),
-					IntervalInSeconds: ptr.To[int32](5),
-					NumberOfProbes:    ptr.To[int32](2),
+					RequestPath:       ptr.To("/readyz"),
+					IntervalInSeconds: ptr.To[int32](15),
+					NumberOfProbes:    ptr.To[int32](1),
 				},
 			}},
 			LoadBalancingRules: []*armnetwork.LoadBalancingRule{{
@@ -691,12 +736,16 @@ func (p *Platform) lbParams(names clusterNames) armnetwork.LoadBalancer {
 					Probe:                   &armnetwork.SubResource{ID: ptr.To(lbID + "/probes/" + lbProbe)},
 					IdleTimeoutInMinutes:    ptr.To[int32](4),
 					DisableOutboundSnat:     ptr.To(true),
+					// A watch or exec idle past the timeout is reset, not
+					// left hanging.
+					EnableTCPReset: ptr.To(true),
 				},
 			}},
 			OutboundRules: []*armnetwork.OutboundRule{{
 				Name: ptr.To(lbOutbound),
 				Properties: &armnetwork.OutboundRulePropertiesFormat{
 					Protocol:                 ptr.To(armnetwork.LoadBalancerOutboundRuleProtocolAll),
+					EnableTCPReset:           ptr.To(true),
 					FrontendIPConfigurations: []*armnetwork.SubResource{frontend},
 					BackendAddressPool:       pool,
 				},

@@ -318,3 +318,85 @@ func TestClusterOperationFailureIsReported(t *testing.T) {
 		t.Errorf("the failed create is still recorded: %+v", st.Operation)
 	}
 }
+
+// TestSharedGroupIsKept: when the resource group capwin made for one
+// cluster also holds another cluster's resources, deleting the first
+// deletes its own resources one by one and keeps the group and the
+// other's.
+func TestSharedGroupIsKept(t *testing.T) {
+	a := newEmptyEnv(t, azuresim.Options{Polls: 1})
+	ensureCluster(t, a)
+	// Cluster ns/c2, HybridCluster hc2, in the same group and network.
+	b := &testEnv{cloud: a.cloud, opts: a.opts, secret: a.secret, cluster: a.cluster.DeepCopy()}
+	b.cluster.Name = "hc2"
+	b.cluster.Labels[clusterv1.ClusterNameLabel] = "c2"
+	b.cluster.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{}
+	b.cluster.Status.Operation = infrav1.ClusterOperation{}
+	ensureCluster(t, b)
+	if n := len(a.cloud.LoadBalancers()); n != 2 {
+		t.Fatalf("%d load balancers, want one per cluster", n)
+	}
+
+	ops := deleteCluster(t, a)
+	if slices.Contains(ops, "Delete resourceGroups/capwin-rg") {
+		t.Fatalf("the group holding another cluster's resources was deleted: %v", ops)
+	}
+	if want := "Delete loadBalancers/hc-apiserver-lb"; len(ops) == 0 || ops[0] != want {
+		t.Errorf("delete operations %v; want them to start with %s", ops, want)
+	}
+	lbs := a.cloud.LoadBalancers()
+	if len(lbs) != 1 || *lbs[0].Name != "hc2-apiserver-lb" || len(a.cloud.ResourceGroups()) != 1 {
+		t.Errorf("left %d load balancers and %d groups; want hc2's load balancer and the group", len(lbs), len(a.cloud.ResourceGroups()))
+	}
+}
+
+// TestSubnetsMadeAtOnceAreAllMade: subnets whose creates end in their
+// first answer are made in one call, all of them, before the cluster is
+// ready.
+func TestSubnetsMadeAtOnceAreAllMade(t *testing.T) {
+	e := newEmptyEnv(t, azuresim.Options{})
+	e.cluster.Spec.Azure.APIServerLoadBalancer = infrav1.APIServerLoadBalancerNone
+	ensureCluster(t, e)
+	subnets, err := armnetwork.NewSubnetsClient(subscription, azuresim.Credential(), e.opts)
+	must(t, err)
+	for _, s := range []string{"cp", "nodes"} {
+		poller, err := subnets.BeginDelete(t.Context(), group, "vnet", s, nil)
+		must(t, err)
+		finish(t, poller)
+	}
+	st, err := e.platform(t).EnsureCluster(t.Context())
+	if err != nil || !st.Ready() {
+		t.Fatalf("%+v, %v", st, err)
+	}
+	for _, s := range []string{"cp", "nodes"} {
+		if _, err := subnets.Get(t.Context(), group, "vnet", s, nil); err != nil {
+			t.Errorf("subnet %s: %v", s, err)
+		}
+	}
+}
+
+// TestFailedDeleteSaysWhy: a delete Azure fails is returned with Azure's
+// words, not started again in silence.
+func TestFailedDeleteSaysWhy(t *testing.T) {
+	e := newEmptyEnv(t, azuresim.Options{Polls: 1})
+	e.cluster.Spec.Azure.APIServerLoadBalancer = infrav1.APIServerLoadBalancerNone
+	ensureCluster(t, e)
+	e.cloud.SetFault(func(req *http.Request) *http.Response {
+		if !strings.HasSuffix(req.URL.Path, "/resourcegroups/capwin-rg/get/fake/status") && !strings.HasSuffix(req.URL.Path, "/resourceGroups/capwin-rg/get/fake/status") {
+			return nil
+		}
+		r := serverError(req)
+		r.StatusCode, r.Status = http.StatusConflict, "409 Conflict"
+		r.Body = io.NopCloser(strings.NewReader(`{"error":{"code":"ResourceGroupDeletionBlocked","message":"Deletion of resource group 'capwin-rg' failed as resources with identifiers 'x' could not be deleted."}}`))
+		return r
+	})
+	var err error
+	for i := 0; i < 10 && err == nil; i++ {
+		var op infrav1.ClusterOperation
+		_, op, err = e.platform(t).DeleteCluster(t.Context())
+		e.cluster.Status.Operation = op
+	}
+	if !errors.Is(err, platform.ErrOperationFailed) || !strings.Contains(err.Error(), "could not be deleted") {
+		t.Fatalf("got %v; want ErrOperationFailed with Azure's words", err)
+	}
+}

@@ -128,6 +128,7 @@ func NewClients(opts Options) *Clients {
 // clientSet is the ARM clients of one login in one subscription.
 type clientSet struct {
 	groups     *armresources.ResourceGroupsClient
+	resources  *armresources.Client
 	vms        *armcompute.VirtualMachinesClient
 	disks      *armcompute.DisksClient
 	interfaces *armnetwork.InterfacesClient
@@ -169,6 +170,7 @@ func (c *Clients) get(creds Credentials, subscriptionID string) (*clientSet, err
 	}
 	s := &clientSet{
 		groups:     resources.NewResourceGroupsClient(),
+		resources:  resources.NewClient(),
 		vms:        compute.NewVirtualMachinesClient(),
 		disks:      compute.NewDisksClient(),
 		interfaces: network.NewInterfacesClient(),

@@ -458,6 +458,9 @@ func TestImmutableFields(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, a)).To(Succeed())
 	a.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: "20.0.0.1", Port: 6443}
 	g.Expect(env.Client.Update(ctx, a)).To(Succeed())
+	// Empty is Public: saying so is no change.
+	a.Spec.Azure.APIServerLoadBalancer = infrav1.APIServerLoadBalancerPublic
+	g.Expect(env.Client.Update(ctx, a)).To(Succeed())
 	changedC = a.DeepCopy()
 	changedC.Spec.Azure.APIServerLoadBalancer = infrav1.APIServerLoadBalancerNone
 	expectRejected(t, env.Client.Update(ctx, changedC), "spec.azure.apiServerLoadBalancer", "immutable")

@@ -13,6 +13,9 @@ import (
 // resourceServers wires the resource group fake to the model.
 func (c *Cloud) resourceServers() *resourcesfake.ServerFactory {
 	return &resourcesfake.ServerFactory{
+		Server: resourcesfake.Server{
+			NewListByResourceGroupPager: c.listResources,
+		},
 		ResourceGroupsServer: resourcesfake.ResourceGroupsServer{
 			CreateOrUpdate: c.createGroup,
 			Get:            c.getGroup,
@@ -143,4 +146,49 @@ func dropPrefix[T any](m map[string]*T, prefix string) {
 			delete(m, k)
 		}
 	}
+}
+
+// listResources lists every resource in a group (its ID, name, type,
+// location and tags), as ARM's generic resources API does; subnets are
+// not resources of their own there.
+func (c *Cloud) listResources(rg string, _ *armresources.ClientListByResourceGroupOptions) azfake.PagerResponder[armresources.ClientListByResourceGroupResponse] {
+	var resp azfake.PagerResponder[armresources.ClientListByResourceGroupResponse]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, e := c.group(rg, false)
+	if e != nil {
+		resp.AddError(e)
+		return resp
+	}
+	prefix := key(deref(g.ID))
+	var page armresources.ClientListByResourceGroupResponse
+	add := func(id, name, typ, location *string, tags map[string]*string) {
+		page.Value = append(page.Value, &armresources.GenericResourceExpanded{ID: id, Name: name, Type: typ, Location: location, Tags: clone(tags)})
+	}
+	for _, r := range inGroup(c.vnets, prefix) {
+		add(r.ID, r.Name, r.Type, r.Location, r.Tags)
+	}
+	for _, r := range inGroup(c.nsgs, prefix) {
+		add(r.ID, r.Name, r.Type, r.Location, r.Tags)
+	}
+	for _, r := range inGroup(c.rts, prefix) {
+		add(r.ID, r.Name, r.Type, r.Location, r.Tags)
+	}
+	for _, r := range inGroup(c.pips, prefix) {
+		add(r.ID, r.Name, r.Type, r.Location, r.Tags)
+	}
+	for _, r := range inGroup(c.lbs, prefix) {
+		add(r.ID, r.Name, r.Type, r.Location, r.Tags)
+	}
+	for _, r := range inGroup(c.nics, prefix) {
+		add(r.ID, r.Name, r.Type, r.Location, r.Tags)
+	}
+	for _, r := range inGroup(c.vms, prefix) {
+		add(r.ID, r.Name, r.Type, r.Location, r.Tags)
+	}
+	for _, r := range inGroup(c.disks, prefix) {
+		add(r.ID, r.Name, r.Type, r.Location, r.Tags)
+	}
+	resp.AddPage(http.StatusOK, page, nil)
+	return resp
 }

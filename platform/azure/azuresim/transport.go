@@ -71,6 +71,7 @@ func newTransport(c *Cloud) *transport {
 		"PublicIPAddressesClient": t.network,
 		"LoadBalancersClient":     t.network,
 		"ResourceGroupsClient":    t.resources,
+		"Client":                  t.resources,
 	}
 	return t
 }
