@@ -766,7 +766,8 @@ func TestLoadBalancerAndPublicIP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pp, err := pips.BeginCreateOrUpdate(ctx, rg, "pip", armnetwork.PublicIPAddress{Location: ptr(location)}, nil)
+	standard := &armnetwork.PublicIPAddressSKU{Name: ptr(armnetwork.PublicIPAddressSKUNameStandard)}
+	pp, err := pips.BeginCreateOrUpdate(ctx, rg, "pip", armnetwork.PublicIPAddress{Location: ptr(location), SKU: standard}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -781,16 +782,50 @@ func TestLoadBalancerAndPublicIP(t *testing.T) {
 	body := func(pipID, poolRef string) armnetwork.LoadBalancer {
 		return armnetwork.LoadBalancer{
 			Location: ptr(location),
+			SKU:      &armnetwork.LoadBalancerSKU{Name: ptr(armnetwork.LoadBalancerSKUNameStandard)},
 			Properties: &armnetwork.LoadBalancerPropertiesFormat{
 				FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{Name: ptr("fe"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{PublicIPAddress: &armnetwork.PublicIPAddress{ID: ptr(pipID)}}}},
 				BackendAddressPools:      []*armnetwork.BackendAddressPool{{Name: ptr("pool")}},
 				LoadBalancingRules: []*armnetwork.LoadBalancingRule{{Name: ptr("r"), Properties: &armnetwork.LoadBalancingRulePropertiesFormat{
+					Protocol:                ptr(armnetwork.TransportProtocolTCP),
+					FrontendPort:            ptr[int32](6443),
+					BackendPort:             ptr[int32](6443),
+					DisableOutboundSnat:     ptr(true),
 					FrontendIPConfiguration: &armnetwork.SubResource{ID: ptr(lbID + "/frontendIPConfigurations/fe")},
 					BackendAddressPool:      &armnetwork.SubResource{ID: ptr(lbID + "/backendAddressPools/" + poolRef)},
+				}}},
+				OutboundRules: []*armnetwork.OutboundRule{{Name: ptr("out"), Properties: &armnetwork.OutboundRulePropertiesFormat{
+					Protocol:                 ptr(armnetwork.LoadBalancerOutboundRuleProtocolAll),
+					FrontendIPConfigurations: []*armnetwork.SubResource{{ID: ptr(lbID + "/frontendIPConfigurations/fe")}},
+					BackendAddressPool:       &armnetwork.SubResource{ID: ptr(lbID + "/backendAddressPools/pool")},
 				}}},
 			},
 		}
 	}
+	// Refused as Azure refuses them.
+	basic, err := pips.BeginCreateOrUpdate(ctx, rg, "basic-pip", armnetwork.PublicIPAddress{Location: ptr(location)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	basicIP, err := basic.PollUntilDone(ctx, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = lbs.BeginCreateOrUpdate(ctx, rg, "lb", body(deref(basicIP.ID), "pool"), nil)
+	wantError(t, err, 400, "PublicIPAndLBSkuDoNotMatch")
+	snat := body(deref(pip.ID), "pool")
+	snat.Properties.LoadBalancingRules[0].Properties.DisableOutboundSnat = nil
+	_, err = lbs.BeginCreateOrUpdate(ctx, rg, "lb", snat, nil)
+	wantError(t, err, 400, "LoadBalancingRuleMustDisableSNATSinceSameFrontendIPConfigurationIsReferencedByOutboundRule")
+	_, err = lbs.BeginCreateOrUpdate(ctx, rg, strings.Repeat("l", 81), body(deref(pip.ID), "pool"), nil)
+	wantError(t, err, 400, "InvalidResourceName")
+	_, err = cl.nsgs.BeginCreateOrUpdate(ctx, rg, "nsg", armnetwork.SecurityGroup{Location: ptr(location), Properties: &armnetwork.SecurityGroupPropertiesFormat{
+		SecurityRules: []*armnetwork.SecurityRule{{Name: ptr("r"), Properties: &armnetwork.SecurityRulePropertiesFormat{
+			Priority: ptr[int32](50), Direction: ptr(armnetwork.SecurityRuleDirectionInbound), Access: ptr(armnetwork.SecurityRuleAccessAllow), Protocol: ptr(armnetwork.SecurityRuleProtocolTCP),
+		}}},
+	}}, nil)
+	wantError(t, err, 400, "SecurityRuleInvalidPriority")
+
 	_, err = lbs.BeginCreateOrUpdate(ctx, rg, "lb", body(deref(pip.ID)+"x", "pool"), nil)
 	wantError(t, err, 400, "InvalidResourceReference")
 	_, err = lbs.BeginCreateOrUpdate(ctx, rg, "lb", body(deref(pip.ID), "other"), nil)

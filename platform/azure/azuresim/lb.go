@@ -29,6 +29,9 @@ func (c *Cloud) putPublicIP(ctx context.Context, rg, name string, p armnetwork.P
 	if deref(p.Location) == "" {
 		return resp, errResponder(locationRequired())
 	}
+	if e := networkName(name); e != nil {
+		return resp, errResponder(e)
+	}
 	id := c.resourceID(deref(g.Name), typePIP, name)
 	k := key(id)
 	if e := c.notDeleting(k, id); e != nil {
@@ -117,6 +120,9 @@ func (c *Cloud) putLoadBalancer(ctx context.Context, rg, name string, p armnetwo
 	if deref(p.Location) == "" {
 		return resp, errResponder(locationRequired())
 	}
+	if e := networkName(name); e != nil {
+		return resp, errResponder(e)
+	}
 	id := c.resourceID(deref(g.Name), typeLB, name)
 	k := key(id)
 	if e := c.notDeleting(k, id); e != nil {
@@ -143,6 +149,10 @@ func (c *Cloud) putLoadBalancer(ctx context.Context, rg, name string, p armnetwo
 			if ip == nil {
 				return resp, errResponder(invalidReference(deref(f.Properties.PublicIPAddress.ID), id))
 			}
+			if lbSKU(lb.SKU) == armnetwork.LoadBalancerSKUNameStandard && pipSKU(ip.SKU) != armnetwork.PublicIPAddressSKUNameStandard {
+				return resp, errResponder(errf(http.StatusBadRequest, "PublicIPAndLBSkuDoNotMatch", "",
+					"Standard sku load balancer %s cannot reference %s sku publicIP %s.", id, pipSKU(ip.SKU), deref(ip.ID)))
+			}
 			if u := ip.Properties.IPConfiguration; u != nil && !strings.HasPrefix(key(deref(u.ID)), k+"/") {
 				return resp, errResponder(errf(http.StatusBadRequest, "PublicIPAddressInUse", "",
 					"Resource %s is referencing public IP address %s that is already allocated to resource %s.", deref(f.ID), deref(ip.ID), deref(u.ID)))
@@ -162,6 +172,22 @@ func (c *Cloud) putLoadBalancer(ctx context.Context, rg, name string, p armnetwo
 	for _, pr := range props.Probes {
 		pr.ID = ptr(id + "/probes/" + deref(pr.Name))
 		own[key(deref(pr.ID))] = true
+		if pr.Properties == nil || pr.Properties.Protocol == nil || deref(pr.Properties.Port) < 1 || deref(pr.Properties.Port) > 65535 {
+			return resp, errResponder(errf(http.StatusBadRequest, "InvalidRequestFormat", "probes", "Probe %s needs a protocol and a port from 1 to 65535.", deref(pr.ID)))
+		}
+		if p := *pr.Properties.Protocol; p != armnetwork.ProbeProtocolTCP && deref(pr.Properties.RequestPath) == "" {
+			return resp, errResponder(errf(http.StatusBadRequest, "InvalidRequestFormat", "requestPath", "Probe %s of protocol %s needs a requestPath.", deref(pr.ID), p))
+		}
+	}
+	outboundFrontends := map[string]bool{}
+	for _, r := range props.OutboundRules {
+		if r.Properties != nil {
+			for _, f := range r.Properties.FrontendIPConfigurations {
+				if f != nil {
+					outboundFrontends[key(deref(f.ID))] = true
+				}
+			}
+		}
 	}
 	refs := func(child string, rs ...*armnetwork.SubResource) *armError {
 		for _, r := range rs {
@@ -178,6 +204,13 @@ func (c *Cloud) putLoadBalancer(ctx context.Context, rg, name string, p armnetwo
 		}
 		if e := refs(deref(r.ID), r.Properties.FrontendIPConfiguration, r.Properties.BackendAddressPool, r.Properties.Probe); e != nil {
 			return resp, errResponder(e)
+		}
+		if r.Properties.Protocol == nil || r.Properties.FrontendPort == nil || r.Properties.BackendPort == nil {
+			return resp, errResponder(errf(http.StatusBadRequest, "InvalidRequestFormat", "loadBalancingRules", "Load balancing rule %s needs a protocol, a frontend port and a backend port.", deref(r.ID)))
+		}
+		if outboundFrontends[key(deref(r.Properties.FrontendIPConfiguration.ID))] && !deref(r.Properties.DisableOutboundSnat) {
+			return resp, errResponder(errf(http.StatusBadRequest, "LoadBalancingRuleMustDisableSNATSinceSameFrontendIPConfigurationIsReferencedByOutboundRule", "",
+				"Load balancing rule %s must have disableOutboundSnat set to true because its frontend IP configuration %s is also used by an outbound rule.", deref(r.ID), deref(r.Properties.FrontendIPConfiguration.ID)))
 		}
 	}
 	for _, r := range props.OutboundRules {
@@ -350,4 +383,29 @@ func (c *Cloud) withPoolMembers(lb armnetwork.LoadBalancer) armnetwork.LoadBalan
 		}
 	}
 	return out
+}
+
+// lbSKU is a load balancer's SKU; none given is Basic, as Azure takes it.
+func lbSKU(s *armnetwork.LoadBalancerSKU) armnetwork.LoadBalancerSKUName {
+	if s == nil || s.Name == nil {
+		return armnetwork.LoadBalancerSKUNameBasic
+	}
+	return *s.Name
+}
+
+// pipSKU is a public IP address's SKU; none given is Basic.
+func pipSKU(s *armnetwork.PublicIPAddressSKU) armnetwork.PublicIPAddressSKUName {
+	if s == nil || s.Name == nil {
+		return armnetwork.PublicIPAddressSKUNameBasic
+	}
+	return *s.Name
+}
+
+// networkName refuses a network resource name Azure refuses: 1 to 80
+// characters.
+func networkName(name string) *armError {
+	if name == "" || len(name) > 80 {
+		return errf(http.StatusBadRequest, "InvalidResourceName", "", "Resource name %s is invalid. The name can be up to 80 characters long.", name)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package azuresim
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
@@ -20,6 +21,9 @@ func (c *Cloud) putNSG(ctx context.Context, rg, name string, p armnetwork.Securi
 	if deref(p.Location) == "" {
 		return resp, errResponder(locationRequired())
 	}
+	if e := networkName(name); e != nil {
+		return resp, errResponder(e)
+	}
 	id := c.resourceID(deref(g.Name), typeNSG, name)
 	k := key(id)
 	if e := c.notDeleting(k, id); e != nil {
@@ -31,8 +35,21 @@ func (c *Cloud) putNSG(ctx context.Context, rg, name string, p armnetwork.Securi
 	if n.Properties == nil {
 		n.Properties = &armnetwork.SecurityGroupPropertiesFormat{}
 	}
+	priorities := map[string]bool{}
 	for _, r := range n.Properties.SecurityRules {
 		r.ID = ptr(id + "/securityRules/" + deref(r.Name))
+		if r.Properties == nil || r.Properties.Direction == nil || r.Properties.Access == nil || r.Properties.Protocol == nil {
+			return resp, errResponder(errf(http.StatusBadRequest, "InvalidRequestFormat", "securityRules", "Security rule %s needs a direction, an access and a protocol.", deref(r.ID)))
+		}
+		prio := deref(r.Properties.Priority)
+		if prio < 100 || prio > 4096 {
+			return resp, errResponder(errf(http.StatusBadRequest, "SecurityRuleInvalidPriority", "", "Security rule %s has invalid priority %d. Value provided: %d Allowed range 100-4096.", deref(r.ID), prio, prio))
+		}
+		dp := string(*r.Properties.Direction) + "/" + fmt.Sprint(prio)
+		if priorities[dp] {
+			return resp, errResponder(errf(http.StatusBadRequest, "SecurityRuleConflict", "", "Security rule %s conflicts with another rule of priority %d and direction %s.", deref(r.ID), prio, *r.Properties.Direction))
+		}
+		priorities[dp] = true
 	}
 	n.Properties.ProvisioningState = netUpdating
 	c.nsgs[k] = &n
@@ -116,6 +133,9 @@ func (c *Cloud) putRouteTable(ctx context.Context, rg, name string, p armnetwork
 	}
 	if deref(p.Location) == "" {
 		return resp, errResponder(locationRequired())
+	}
+	if e := networkName(name); e != nil {
+		return resp, errResponder(e)
 	}
 	id := c.resourceID(deref(g.Name), typeRT, name)
 	k := key(id)
