@@ -812,24 +812,24 @@ func TestLoadBalancerAndPublicIP(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = lbs.BeginCreateOrUpdate(ctx, rg, "lb", body(deref(basicIP.ID), "pool"), nil)
-	wantError(t, err, 400, "PublicIPAndLBSkuDoNotMatch")
+	_ = wantError(t, err, 400, "PublicIPAndLBSkuDoNotMatch")
 	snat := body(deref(pip.ID), "pool")
 	snat.Properties.LoadBalancingRules[0].Properties.DisableOutboundSnat = nil
 	_, err = lbs.BeginCreateOrUpdate(ctx, rg, "lb", snat, nil)
-	wantError(t, err, 400, "LoadBalancingRuleMustDisableSNATSinceSameFrontendIPConfigurationIsReferencedByOutboundRule")
+	_ = wantError(t, err, 400, "LoadBalancingRuleMustDisableSNATSinceSameFrontendIPConfigurationIsReferencedByOutboundRule")
 	_, err = lbs.BeginCreateOrUpdate(ctx, rg, strings.Repeat("l", 81), body(deref(pip.ID), "pool"), nil)
-	wantError(t, err, 400, "InvalidResourceName")
+	_ = wantError(t, err, 400, "InvalidResourceName")
 	_, err = cl.nsgs.BeginCreateOrUpdate(ctx, rg, "nsg", armnetwork.SecurityGroup{Location: ptr(location), Properties: &armnetwork.SecurityGroupPropertiesFormat{
 		SecurityRules: []*armnetwork.SecurityRule{{Name: ptr("r"), Properties: &armnetwork.SecurityRulePropertiesFormat{
 			Priority: ptr[int32](50), Direction: ptr(armnetwork.SecurityRuleDirectionInbound), Access: ptr(armnetwork.SecurityRuleAccessAllow), Protocol: ptr(armnetwork.SecurityRuleProtocolTCP),
 		}}},
 	}}, nil)
-	wantError(t, err, 400, "SecurityRuleInvalidPriority")
+	_ = wantError(t, err, 400, "SecurityRuleInvalidPriority")
 
 	_, err = lbs.BeginCreateOrUpdate(ctx, rg, "lb", body(deref(pip.ID)+"x", "pool"), nil)
-	wantError(t, err, 400, "InvalidResourceReference")
+	_ = wantError(t, err, 400, "InvalidResourceReference")
 	_, err = lbs.BeginCreateOrUpdate(ctx, rg, "lb", body(deref(pip.ID), "other"), nil)
-	wantError(t, err, 400, "InvalidResourceReference")
+	_ = wantError(t, err, 400, "InvalidResourceReference")
 	lp, err := lbs.BeginCreateOrUpdate(ctx, rg, "lb", body(deref(pip.ID), "pool"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -838,12 +838,12 @@ func TestLoadBalancerAndPublicIP(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = pips.BeginDelete(ctx, rg, "pip", nil)
-	wantError(t, err, 400, "PublicIPAddressCannotBeDeleted")
+	_ = wantError(t, err, 400, "PublicIPAddressCannotBeDeleted")
 
 	nic := nicBody(subnetID)
 	nic.Properties.IPConfigurations[0].Properties.LoadBalancerBackendAddressPools = []*armnetwork.BackendAddressPool{{ID: ptr(lbID + "/backendAddressPools/nope")}}
 	_, err = cl.nics.BeginCreateOrUpdate(ctx, rg, "nic1", nic, nil)
-	wantError(t, err, 400, "InvalidResourceReference")
+	_ = wantError(t, err, 400, "InvalidResourceReference")
 	nic.Properties.IPConfigurations[0].Properties.LoadBalancerBackendAddressPools[0].ID = ptr(lbID + "/backendAddressPools/pool")
 	np, err := cl.nics.BeginCreateOrUpdate(ctx, rg, "nic1", nic, nil)
 	if err != nil {
@@ -856,7 +856,7 @@ func TestLoadBalancerAndPublicIP(t *testing.T) {
 		t.Fatalf("the pool lists %d IP configurations, want nic1's", len(members))
 	}
 	_, err = lbs.BeginDelete(ctx, rg, "lb", nil)
-	wantError(t, err, 400, "InUseBackendAddressPoolCannotBeDeleted")
+	_ = wantError(t, err, 400, "InUseBackendAddressPoolCannotBeDeleted")
 
 	dn, err := cl.nics.BeginDelete(ctx, rg, "nic1", nil)
 	if err != nil {
