@@ -297,22 +297,26 @@ func (p *Platform) resumeShared(ctx context.Context, all []shared, op infrav1.Cl
 	for _, r := range all {
 		if strings.EqualFold(r.path, op.Resource) {
 			done, token, err := r.resume(ctx, op.Type, op.ID)
-			if token == "" {
-				return done, infrav1.ClusterOperation{}, err
-			}
-			return done, infrav1.ClusterOperation{Type: op.Type, Resource: op.Resource, ID: token}, err
+			return done, withToken(op, token), err
 		}
 	}
 	if s, ok := p.subnetOf(op.Resource); ok {
 		poller, err := p.clients.subnets.BeginCreateOrUpdate(ctx, p.group(), p.cluster.Spec.Azure.Network.VNetName, s.Name, armnetwork.Subnet{}, &armnetwork.SubnetsClientBeginCreateOrUpdateOptions{ResumeToken: op.ID})
 		done, token, err := pollToken(ctx, "creating subnet "+s.Name, op.ID, poller, err)
-		if token == "" {
-			return done, infrav1.ClusterOperation{}, err
-		}
-		return done, infrav1.ClusterOperation{Type: op.Type, Resource: op.Resource, ID: token}, err
+		return done, withToken(op, token), err
 	}
 	// A resource this spec no longer names: looked at afresh.
 	return true, infrav1.ClusterOperation{}, nil
+}
+
+// withToken is op with its resume token replaced, or no operation when
+// the token is "" (the operation ended).
+func withToken(op infrav1.ClusterOperation, token string) infrav1.ClusterOperation {
+	if token == "" {
+		return infrav1.ClusterOperation{}
+	}
+	op.ID = token
+	return op
 }
 
 // describe says what a recorded operation does, for the condition.
@@ -330,11 +334,6 @@ func describe(op infrav1.ClusterOperation, all []shared) string {
 		return "Deleting " + what
 	}
 	return "Creating " + what
-}
-
-// poll adapts a resumed poller to shared.resume.
-func poll[T any](ctx context.Context, what, token string, poller *runtime.Poller[T], err error) (bool, string, error) {
-	return pollToken(ctx, what, token, poller, err)
 }
 
 // begun adapts a Begin call to shared.create and shared.remove.
@@ -375,7 +374,7 @@ func (p *Platform) groupResource() shared {
 		},
 		resume: func(ctx context.Context, typ infrav1.ClusterOperationType, token string) (bool, string, error) {
 			poller, err := p.clients.groups.BeginDelete(ctx, a.ResourceGroup, &armresources.ResourceGroupsClientBeginDeleteOptions{ResumeToken: token})
-			return poll(ctx, "deleting resource group "+a.ResourceGroup, token, poller, err)
+			return pollToken(ctx, "deleting resource group "+a.ResourceGroup, token, poller, err)
 		},
 	}
 }
@@ -406,10 +405,10 @@ func (p *Platform) nsgResource(name string, role infrav1.AzureSubnetRole) shared
 		resume: func(ctx context.Context, typ infrav1.ClusterOperationType, token string) (bool, string, error) {
 			if typ == infrav1.ClusterOperationDelete {
 				poller, err := p.clients.nsgs.BeginDelete(ctx, p.group(), name, &armnetwork.SecurityGroupsClientBeginDeleteOptions{ResumeToken: token})
-				return poll(ctx, "deleting security group "+name, token, poller, err)
+				return pollToken(ctx, "deleting security group "+name, token, poller, err)
 			}
 			poller, err := p.clients.nsgs.BeginCreateOrUpdate(ctx, p.group(), name, armnetwork.SecurityGroup{}, &armnetwork.SecurityGroupsClientBeginCreateOrUpdateOptions{ResumeToken: token})
-			return poll(ctx, "creating security group "+name, token, poller, err)
+			return pollToken(ctx, "creating security group "+name, token, poller, err)
 		},
 	}
 }
@@ -468,10 +467,10 @@ func (p *Platform) routeTableResource(name string) shared {
 		resume: func(ctx context.Context, typ infrav1.ClusterOperationType, token string) (bool, string, error) {
 			if typ == infrav1.ClusterOperationDelete {
 				poller, err := p.clients.routes.BeginDelete(ctx, p.group(), name, &armnetwork.RouteTablesClientBeginDeleteOptions{ResumeToken: token})
-				return poll(ctx, "deleting route table "+name, token, poller, err)
+				return pollToken(ctx, "deleting route table "+name, token, poller, err)
 			}
 			poller, err := p.clients.routes.BeginCreateOrUpdate(ctx, p.group(), name, armnetwork.RouteTable{}, &armnetwork.RouteTablesClientBeginCreateOrUpdateOptions{ResumeToken: token})
-			return poll(ctx, "creating route table "+name, token, poller, err)
+			return pollToken(ctx, "creating route table "+name, token, poller, err)
 		},
 	}
 }
@@ -515,10 +514,10 @@ func (p *Platform) vnetResource(n infrav1.AzureNetworkSpec) shared {
 		resume: func(ctx context.Context, typ infrav1.ClusterOperationType, token string) (bool, string, error) {
 			if typ == infrav1.ClusterOperationDelete {
 				poller, err := p.clients.vnets.BeginDelete(ctx, p.group(), name, &armnetwork.VirtualNetworksClientBeginDeleteOptions{ResumeToken: token})
-				return poll(ctx, "deleting virtual network "+name, token, poller, err)
+				return pollToken(ctx, "deleting virtual network "+name, token, poller, err)
 			}
 			poller, err := p.clients.vnets.BeginCreateOrUpdate(ctx, p.group(), name, armnetwork.VirtualNetwork{}, &armnetwork.VirtualNetworksClientBeginCreateOrUpdateOptions{ResumeToken: token})
-			return poll(ctx, "creating virtual network "+name, token, poller, err)
+			return pollToken(ctx, "creating virtual network "+name, token, poller, err)
 		},
 	}
 }
@@ -651,10 +650,10 @@ func (p *Platform) publicIPResource(name string) shared {
 		resume: func(ctx context.Context, typ infrav1.ClusterOperationType, token string) (bool, string, error) {
 			if typ == infrav1.ClusterOperationDelete {
 				poller, err := p.clients.publicIPs.BeginDelete(ctx, p.group(), name, &armnetwork.PublicIPAddressesClientBeginDeleteOptions{ResumeToken: token})
-				return poll(ctx, "deleting public IP address "+name, token, poller, err)
+				return pollToken(ctx, "deleting public IP address "+name, token, poller, err)
 			}
 			poller, err := p.clients.publicIPs.BeginCreateOrUpdate(ctx, p.group(), name, armnetwork.PublicIPAddress{}, &armnetwork.PublicIPAddressesClientBeginCreateOrUpdateOptions{ResumeToken: token})
-			return poll(ctx, "creating public IP address "+name, token, poller, err)
+			return pollToken(ctx, "creating public IP address "+name, token, poller, err)
 		},
 	}
 }
@@ -686,10 +685,10 @@ func (p *Platform) lbResource(names clusterNames) shared {
 		resume: func(ctx context.Context, typ infrav1.ClusterOperationType, token string) (bool, string, error) {
 			if typ == infrav1.ClusterOperationDelete {
 				poller, err := p.clients.lbs.BeginDelete(ctx, p.group(), name, &armnetwork.LoadBalancersClientBeginDeleteOptions{ResumeToken: token})
-				return poll(ctx, "deleting load balancer "+name, token, poller, err)
+				return pollToken(ctx, "deleting load balancer "+name, token, poller, err)
 			}
 			poller, err := p.clients.lbs.BeginCreateOrUpdate(ctx, p.group(), name, armnetwork.LoadBalancer{}, &armnetwork.LoadBalancersClientBeginCreateOrUpdateOptions{ResumeToken: token})
-			return poll(ctx, "creating load balancer "+name, token, poller, err)
+			return pollToken(ctx, "creating load balancer "+name, token, poller, err)
 		},
 	}
 }

@@ -253,7 +253,7 @@ func (p *Platform) nicParams(m *platform.Machine, n resourceNames) (armnetwork.I
 		return armnetwork.Interface{}, err
 	}
 	a := p.cluster.Spec.Azure
-	subnetID := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s/subnets/%s", a.SubscriptionID, a.ResourceGroup, a.Network.VNetName, subnet)
+	subnetID := p.resourceID("virtualNetworks", a.Network.VNetName+"/subnets/"+subnet)
 	ipc := &armnetwork.InterfaceIPConfigurationPropertiesFormat{
 		Primary:                   ptr.To(true),
 		PrivateIPAllocationMethod: ptr.To(armnetwork.IPAllocationMethodDynamic),
@@ -286,7 +286,7 @@ func (p *Platform) vmParams(m *platform.Machine, n resourceNames) (armcompute.Vi
 	if err != nil {
 		return armcompute.VirtualMachine{}, err
 	}
-	nicID := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/networkInterfaces/%s", a.SubscriptionID, a.ResourceGroup, n.nic)
+	nicID := p.resourceID("networkInterfaces", n.nic)
 	disk := &armcompute.OSDisk{
 		Name:         ptr.To(n.disk),
 		CreateOption: ptr.To(armcompute.DiskCreateOptionTypesFromImage),

@@ -17,7 +17,8 @@ type AzureClusterSpec struct {
 
 	// resourceGroup holds the cluster's resources. capwin creates it when
 	// it does not exist, and then deletes it, with everything in it, when
-	// the cluster is deleted; a resource group made beforehand is kept.
+	// the cluster is deleted, unless it also holds another cluster's
+	// resources; a resource group made beforehand is kept.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=90
@@ -31,7 +32,8 @@ type AzureClusterSpec struct {
 	// reached. Public (when empty): capwin makes a Standard public IP
 	// address and load balancer in front of port 6443 of the control-plane
 	// machines, puts their network interfaces in its backend pool, and sets
-	// spec.controlPlaneEndpoint to that address, which must be empty. None:
+	// spec.controlPlaneEndpoint to that address and port 6443 (an endpoint
+	// set to anything else is refused). None:
 	// spec.controlPlaneEndpoint names an endpoint made beforehand.
 	// +optional
 	APIServerLoadBalancer AzureAPIServerLoadBalancer `json:"apiServerLoadBalancer,omitempty"`
