@@ -58,11 +58,11 @@ func TestClassify(t *testing.T) {
 }
 
 // TestProviderIDLowersTheResourceGroup: the Azure cloud provider sets a
-// Node's provider ID with its resource group in lower case, and Cluster
-// API matches the Machine's to it as a string.
+// Node's provider ID with its subscription and resource group in lower
+// case, and Cluster API matches the Machine's to it as a string.
 func TestProviderIDLowersTheResourceGroup(t *testing.T) {
-	got := ProviderID("/subscriptions/S/resourceGroups/My-RG/providers/Microsoft.Compute/virtualMachines/Win-0")
-	if want := "azure:///subscriptions/S/resourceGroups/my-rg/providers/Microsoft.Compute/virtualMachines/Win-0"; got != want {
+	got := ProviderID("/subscriptions/ABCD-EF/resourceGroups/My-RG/providers/Microsoft.Compute/virtualMachines/Win-0")
+	if want := "azure:///subscriptions/abcd-ef/resourceGroups/my-rg/providers/Microsoft.Compute/virtualMachines/Win-0"; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
 	if ProviderID("") != "" {

@@ -191,18 +191,17 @@ func (p *Platform) observe(ctx context.Context, m *platform.Machine, n resourceN
 }
 
 // ProviderID is a VM's provider ID as the Azure cloud provider sets it on
-// the Node: azure:// and the VM's resource ID, its resource group in lower
-// case (the cloud provider lowers it, and Cluster API compares provider
-// IDs as strings).
+// the Node: azure:// and the VM's resource ID, its subscription and
+// resource group in lower case (cloud-node-manager lowers both, and
+// Cluster API compares provider IDs as strings).
 func ProviderID(vmID string) string {
 	if vmID == "" {
 		return ""
 	}
 	parts := strings.Split(vmID, "/")
 	for i := 0; i+1 < len(parts); i++ {
-		if strings.EqualFold(parts[i], "resourceGroups") {
+		if strings.EqualFold(parts[i], "subscriptions") || strings.EqualFold(parts[i], "resourceGroups") {
 			parts[i+1] = strings.ToLower(parts[i+1])
-			break
 		}
 	}
 	return "azure://" + strings.Join(parts, "/")
