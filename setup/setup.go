@@ -26,6 +26,7 @@ import (
 
 	"github.com/capwin/capwin/bootstrap/reconciler"
 	"github.com/capwin/capwin/controllers"
+	"github.com/capwin/capwin/platform/azure"
 	"github.com/capwin/capwin/platform/factory"
 	"github.com/capwin/capwin/webhooks"
 )
@@ -51,6 +52,10 @@ type Options struct {
 	Webhooks bool
 	// Name names the manager's clients to the API server.
 	Name string
+	// Azure configures the ARM clients; the zero value reaches Azure's
+	// public cloud. The simulation (test/sim) points them at its simulated
+	// Azure here.
+	Azure azure.Options
 }
 
 // Setup registers the chosen providers' reconcilers (and webhooks) with mgr.
@@ -69,6 +74,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	if infrastructure {
 		platforms := factory.New(mgr.GetClient(), o.Namespace)
+		platforms.Azure = azure.NewClients(o.Azure)
 		if err := errors.Join(
 			(&controllers.HybridClusterReconciler{Client: mgr.GetClient(), Platforms: platforms}).SetupWithManager(mgr, copts),
 			(&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Platforms: platforms, ClusterCache: cc}).SetupWithManager(mgr, copts),

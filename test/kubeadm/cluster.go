@@ -288,6 +288,17 @@ func newCluster(ctx context.Context, env *envtest.Environment, kubeletConfig str
 	if err := env.Client.Create(ctx, kc); err != nil {
 		return nil, fmt.Errorf("creating %s/%s: %w", kc.Namespace, kc.Name, err)
 	}
+	// kubeadm's kube-proxy addon phase: its ConfigMap, whose kubeconfig
+	// (the control-plane endpoint, the pod's ServiceAccount token) other
+	// add-ons mount, as cloud-provider-azure's Windows cloud-node-manager
+	// does. The simulation runs no kube-proxy DaemonSet.
+	kp := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: metav1.NamespaceSystem, Labels: map[string]string{"app": "kube-proxy"}},
+		Data:       map[string]string{"kubeconfig.conf": kubeProxyKubeconfig(c.Server), "config.conf": "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nclientConnection:\n  kubeconfig: /var/lib/kube-proxy/kubeconfig.conf\n"},
+	}
+	if err := env.Client.Create(ctx, kp); err != nil {
+		return nil, fmt.Errorf("creating %s/%s: %w", kp.Namespace, kp.Name, err)
+	}
 	if err := c.PublishClusterInfo(ctx, c.Server, c.CA); err != nil {
 		return nil, err
 	}
@@ -549,4 +560,28 @@ func (c *Cluster) AuditEvents(offset int64) ([]AuditEvent, error) {
 		}
 		events = append(events, e)
 	}
+}
+
+// kubeProxyKubeconfig is the kubeconfig.conf of kubeadm's kube-proxy
+// ConfigMap: the API server, and the pod's ServiceAccount CA and token.
+func kubeProxyKubeconfig(server string) string {
+	return `apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    certificate-authority: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt
+    server: ` + server + `
+  name: default
+contexts:
+- context:
+    cluster: default
+    namespace: default
+    user: default
+  name: default
+current-context: default
+users:
+- name: default
+  user:
+    tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+`
 }

@@ -3,11 +3,13 @@ package sim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -43,43 +45,72 @@ type ClusterOptions struct {
 	Name      string
 	// WindowsReplicas is WINDOWS_WORKER_MACHINE_COUNT.
 	WindowsReplicas int
-	// Template is the flavor file; templates/cluster-template-vsphere-windows.yaml
-	// when empty.
+	// Template is the flavor file; the platform's DefaultTemplate when
+	// empty.
 	Template string
 }
 
-// DefaultTemplate is the flavor `capwin dev` and the end-to-end tests use.
-func DefaultTemplate() string {
-	return filepath.Join(envtest.RepoRoot(), "templates", "cluster-template-vsphere-windows.yaml")
+// DefaultTemplate is the flavor `capwin dev` and the end-to-end tests use
+// on a platform (PlatformVSphere when empty).
+func DefaultTemplate(platform string) string {
+	if platform == "" {
+		platform = PlatformVSphere
+	}
+	return filepath.Join(envtest.RepoRoot(), "templates", "cluster-template-"+platform+"-windows.yaml")
 }
 
+// sshKey is the simulated clusters' SSH key: nothing logs in with it.
+const sshKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICgW+26vf/XewPTWdp6YbAqSKtbPe+fopP/RDiIrSZO0 capwin-sim"
+
 // Variables are the clusterctl variables that point a flavor at the
-// simulation: vcsim's inventory (datacenter DC0, its standalone host DC0_H0
-// and the VM DC0_H0_VM0 as the template) and the vCenter's thumbprint.
+// simulation. On vSphere: vcsim's inventory (datacenter DC0, its
+// standalone host DC0_H0 and the VM DC0_H0_VM0 as the template) and the
+// vCenter's thumbprint. On Azure: the simulated subscription, a service
+// principal (the simulation takes any), and the gallery images the guests
+// know (azureImageBuild).
 func (s *Sim) Variables(o ClusterOptions) map[string]string {
-	host, port, _ := net.SplitHostPort(s.VCenter.Host) // vcsim listens on host:port
-	return map[string]string{
+	vars := map[string]string{
 		"CLUSTER_NAME":                 o.Name,
 		"NAMESPACE":                    o.Namespace,
 		"KUBERNETES_VERSION":           KubernetesVersion,
 		"CONTROL_PLANE_MACHINE_COUNT":  "1",
 		"WORKER_MACHINE_COUNT":         "0",
 		"WINDOWS_WORKER_MACHINE_COUNT": strconv.Itoa(o.WindowsReplicas),
-		"CONTROL_PLANE_ENDPOINT_IP":    ControlPlaneEndpointIP,
-		"VSPHERE_SERVER":               host,
-		"VSPHERE_PORT":                 port,
-		"VSPHERE_DATACENTER":           "DC0",
-		"VSPHERE_TLS_THUMBPRINT":       s.VCenter.Thumbprint,
-		"VSPHERE_USERNAME":             VCenterUser,
-		"VSPHERE_PASSWORD":             VCenterPassword,
-		"VSPHERE_LINUX_TEMPLATE":       LinuxTemplate,
-		"VSPHERE_WINDOWS_TEMPLATE":     WindowsTemplate,
-		"VSPHERE_FOLDER":               "/DC0/vm",
-		"VSPHERE_RESOURCE_POOL":        "/DC0/host/DC0_H0/Resources",
-		"VSPHERE_DATASTORE":            "LocalDS_0",
-		"VSPHERE_NETWORK":              "VM Network",
-		"VSPHERE_SSH_AUTHORIZED_KEY":   "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICgW+26vf/XewPTWdp6YbAqSKtbPe+fopP/RDiIrSZO0 capwin-sim",
 	}
+	if s.Azure != nil {
+		version := strings.TrimPrefix(KubernetesVersion, "v")
+		maps.Copy(vars, map[string]string{
+			"AZURE_SUBSCRIPTION_ID":        AzureSubscription,
+			"AZURE_LOCATION":               AzureLocation,
+			"AZURE_TENANT_ID":              "11111111-2222-3333-4444-555555555555",
+			"AZURE_CLIENT_ID":              "22222222-3333-4444-5555-666666666666",
+			"AZURE_CLIENT_SECRET":          "capwin-sim-secret",
+			"AZURE_LINUX_IMAGE_ID":         fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/galleries/%s/images/%s/versions/%s", AzureSubscription, AzureImageGroup, AzureGallery, AzureLinuxImage, version),
+			"AZURE_GALLERY_RESOURCE_GROUP": AzureImageGroup,
+			"AZURE_GALLERY_NAME":           AzureGallery,
+			"AZURE_WINDOWS_IMAGE_VERSION":  version,
+			"AZURE_SSH_PUBLIC_KEY":         sshKey,
+		})
+		return vars
+	}
+	host, port, _ := net.SplitHostPort(s.VCenter.Host) // vcsim listens on host:port
+	maps.Copy(vars, map[string]string{
+		"CONTROL_PLANE_ENDPOINT_IP":  ControlPlaneEndpointIP,
+		"VSPHERE_SERVER":             host,
+		"VSPHERE_PORT":               port,
+		"VSPHERE_DATACENTER":         "DC0",
+		"VSPHERE_TLS_THUMBPRINT":     s.VCenter.Thumbprint,
+		"VSPHERE_USERNAME":           VCenterUser,
+		"VSPHERE_PASSWORD":           VCenterPassword,
+		"VSPHERE_LINUX_TEMPLATE":     LinuxTemplate,
+		"VSPHERE_WINDOWS_TEMPLATE":   WindowsTemplate,
+		"VSPHERE_FOLDER":             "/DC0/vm",
+		"VSPHERE_RESOURCE_POOL":      "/DC0/host/DC0_H0/Resources",
+		"VSPHERE_DATASTORE":          "LocalDS_0",
+		"VSPHERE_NETWORK":            "VM Network",
+		"VSPHERE_SSH_AUTHORIZED_KEY": sshKey,
+	})
+	return vars
 }
 
 // Generate renders the flavor with clusterctl's own variable substitution,
@@ -87,7 +118,7 @@ func (s *Sim) Variables(o ClusterOptions) map[string]string {
 func (s *Sim) Generate(o ClusterOptions) ([]*unstructured.Unstructured, error) {
 	path := o.Template
 	if path == "" {
-		path = DefaultTemplate()
+		path = DefaultTemplate(s.platform)
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {

@@ -62,8 +62,8 @@ const (
 // A guest whose data a real one would refuse, or whose join fails for
 // good, says why in Rejected.
 type Guests struct {
-	vc        *vspheresim.VCenter
-	vms       *vspheresim.Watcher
+	cloud     vmSource
+	vc        *vspheresim.VCenter // on vSphere, where VMware Tools reports
 	workload  client.Client
 	bootDelay time.Duration
 	log       logr.Logger
@@ -81,6 +81,7 @@ type Guests struct {
 	failure  func(nodeName string) Failure
 	fault    func(nodeName string) Fault
 	rejected map[string]string // VM name: why
+	nodeVMs  map[string]string // node name: the ID of the VM that booted as it
 	joined   []string
 	leases   int // DHCP addresses handed out
 	subnets  int // pod subnets handed out
@@ -119,7 +120,62 @@ type guest struct {
 	// extra is the VM's extraConfig as last seen: cloudbase-init reads
 	// guestinfo again at every boot.
 	extra map[string]string
+	// customData is an Azure VM's, which never changes.
+	customData []byte
 }
+
+// userData is the user data the guest's software reads at this boot:
+// guestinfo.userdata as last seen on vSphere, the customData on Azure.
+func (gs *guest) userData() ([]byte, error) {
+	if gs.customData != nil {
+		return gs.customData, nil
+	}
+	return decodeGuestinfo(gs.extra, "guestinfo.userdata")
+}
+
+// vmSource is the cloud whose VMs the guests play: vCenter or Azure.
+type vmSource interface {
+	// VMs lists the cloud's VMs.
+	VMs(ctx context.Context) ([]cloudVM, error)
+	Close()
+}
+
+// cloudVM is a VM as the guests see it; one of vsphere and azure is set.
+type cloudVM struct {
+	ID, Name  string
+	PoweredOn bool
+	vsphere   *vspheresim.VM
+	azure     *azureVM
+}
+
+// firstBoot is what a guest's software finds at its first boot.
+type firstBoot struct {
+	// hostName is the computer name it takes.
+	hostName string
+	// ip is its network device's address.
+	ip string
+	// build is a Windows guest's Windows build, empty for Linux.
+	build string
+}
+
+// vcenterVMs is vCenter's VMs.
+type vcenterVMs struct {
+	w *vspheresim.Watcher
+}
+
+func (v vcenterVMs) VMs(ctx context.Context) ([]cloudVM, error) {
+	vms, err := v.w.VMs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]cloudVM, len(vms))
+	for i := range vms {
+		out[i] = cloudVM{ID: vms[i].ID, Name: vms[i].Name, PoweredOn: vms[i].PoweredOn, vsphere: &vms[i]}
+	}
+	return out, nil
+}
+
+func (v vcenterVMs) Close() { v.w.Close(context.Background()) }
 
 type guestState int
 
@@ -134,26 +190,37 @@ const (
 // pollInterval is how often the guests look at vCenter.
 const pollInterval = 100 * time.Millisecond
 
-func newGuests(ctx context.Context, vc *vspheresim.VCenter, workload *kubeadm.Cluster, bootDelay time.Duration, log logr.Logger) (*Guests, error) {
+// newVCenterGuests are the guests of vCenter's VMs.
+func newVCenterGuests(ctx context.Context, vc *vspheresim.VCenter, workload *kubeadm.Cluster, bootDelay time.Duration, log logr.Logger) (*Guests, error) {
 	w, err := vc.Watch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("the guests watching vCenter's VMs: %w", err)
 	}
+	g, err := newGuests(vcenterVMs{w}, workload, bootDelay, log)
+	if err != nil {
+		return nil, err
+	}
+	g.vc = vc
+	return g, nil
+}
+
+// newGuests are the guests of the cloud's VMs; it closes cloud on error.
+func newGuests(cloud vmSource, workload *kubeadm.Cluster, bootDelay time.Duration, log logr.Logger) (*Guests, error) {
 	dir, err := os.MkdirTemp("", "capwin-sim-guests-")
 	if err != nil {
-		w.Close(context.Background())
+		cloud.Close()
 		return nil, err
 	}
 	bundleDir := filepath.Join(dir, "bundle")
 	if err := nodesim.WriteStandInBundle(bundleDir, KubernetesVersion); err != nil {
-		w.Close(context.Background())
+		cloud.Close()
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("the Windows image's bundle: %w", err)
 	}
 	return &Guests{
-		vc: vc, vms: w, workload: workload.Env.Client, bootDelay: bootDelay, log: log,
+		cloud: cloud, workload: workload.Env.Client, bootDelay: bootDelay, log: log,
 		apiServer: workload.Endpoint, addUser: workload.Env.AddUser, dir: dir, bundleDir: bundleDir,
-		guests: map[string]*guest{}, rejected: map[string]string{},
+		guests: map[string]*guest{}, rejected: map[string]string{}, nodeVMs: map[string]string{},
 		failure: func(string) Failure { return Healthy },
 		fault:   func(string) Fault { return NoFault },
 	}, nil
@@ -189,6 +256,14 @@ func (g *Guests) Rejected() map[string]string {
 	return out
 }
 
+// vmOfNode is the ID of the VM whose guest registered the node.
+func (g *Guests) vmOfNode(name string) (string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	id, ok := g.nodeVMs[name]
+	return id, ok
+}
+
 // Joined returns the names of the nodes whose join succeeded (Windows) or
 // whose kubelet registered (Linux), in order.
 func (g *Guests) Joined() []string {
@@ -206,7 +281,7 @@ func (g *Guests) run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			g.vms.Close(context.Background())
+			g.cloud.Close()
 			g.mu.Lock()
 			guests := slices.Collect(maps.Values(g.guests))
 			g.mu.Unlock()
@@ -226,7 +301,7 @@ func (g *Guests) run(ctx context.Context) {
 
 // step looks at every VM once and moves each guest on.
 func (g *Guests) step(ctx context.Context) error {
-	vms, err := g.vms.VMs(ctx)
+	vms, err := g.cloud.VMs(ctx)
 	if err != nil {
 		return err
 	}
@@ -249,7 +324,9 @@ func (g *Guests) step(ctx context.Context) error {
 			g.guests[id] = gs
 			g.mu.Unlock()
 		}
-		gs.extra = vm.ExtraConfig
+		if vm.vsphere != nil {
+			gs.extra = vm.vsphere.ExtraConfig
+		}
 		if err := g.advance(ctx, gs, now); err != nil {
 			errs = append(errs, err) // the next step tries again
 		}
@@ -260,6 +337,9 @@ func (g *Guests) step(ctx context.Context) error {
 		if !seen[id] {
 			gone = append(gone, gs)
 			delete(g.guests, id) // the VM was destroyed: its OS with it
+			if g.nodeVMs[gs.nodeName] == id {
+				delete(g.nodeVMs, gs.nodeName)
+			}
 		}
 	}
 	g.mu.Unlock()
@@ -281,45 +361,43 @@ func (g *Guests) step(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// boot is a guest's first look at its VM: it reads its metadata, brings
-// its network up (VMware Tools reports it) and, for Linux, reads its user
-// data; a Windows guest's machine comes up with its bundle installed.
-func (g *Guests) boot(ctx context.Context, vm *vspheresim.VM, now time.Time) *guest {
+// boot is a guest's first look at its VM: it reads its host name and
+// brings its network up as its cloud's guest software does (bootVSphere,
+// bootAzure); a Linux guest reads its user data, a Windows guest's machine
+// comes up with its bundle installed.
+func (g *Guests) boot(ctx context.Context, vm *cloudVM, now time.Time) *guest {
 	gs := &guest{vmID: vm.ID, vmName: vm.Name, poweredOn: now, kubeletVersion: KubernetesVersion}
 	gs.ctx, gs.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	gs.procs = &sync.WaitGroup{}
-	extra := vm.ExtraConfig
-	if extra["guestinfo.userdata"] == "" {
+	var fb *firstBoot
+	var err error
+	if vm.vsphere != nil {
+		fb, err = g.bootVSphere(vm.vsphere)
+	} else {
+		fb, err = g.bootAzure(gs, vm.azure)
+	}
+	switch {
+	case err != nil:
+		g.reject(gs, err)
+		return gs
+	case fb == nil:
 		gs.state = ignored // not a machine of capwin's: the inventory's own VMs
 		return gs
 	}
-	meta, err := readMetadata(extra)
-	if err != nil {
-		g.reject(gs, err)
-		return gs
-	}
-	if gs.ip, err = g.address(vm, meta); err != nil {
-		g.reject(gs, err)
-		return gs
-	}
-	if err := g.reportTools(vm, meta.LocalHostname, gs.ip); err != nil {
-		g.reject(gs, fmt.Errorf("VMware Tools: %w", err))
-		return gs
-	}
-	if vm.BIOSUUID == "" {
-		g.reject(gs, errors.New("the VM has no BIOS UUID"))
-		return gs
-	}
-	gs.nodeName = strings.ToLower(meta.LocalHostname)
-	if isWindows(vm) {
-		if err := g.bootWindows(gs, vm.GuestID, meta.LocalHostname, gs.ip); err != nil {
+	gs.ip = fb.ip
+	gs.nodeName = strings.ToLower(fb.hostName)
+	if fb.build != "" {
+		if err := g.bootWindows(gs, fb.build, fb.hostName, gs.ip); err != nil {
 			g.reject(gs, err)
 			return gs
 		}
 	} else {
-		userData, err := decodeGuestinfo(extra, "guestinfo.userdata")
+		if vm.vsphere != nil {
+			gs.extra = vm.vsphere.ExtraConfig
+		}
+		userData, err := gs.userData()
 		if err == nil {
-			gs.kubelet, err = linuxKubelet(linuxNode(meta.LocalHostname), userData, meta.LocalHostname, gs.ip)
+			gs.kubelet, err = linuxKubelet(linuxNode(fb.hostName), userData, fb.hostName, gs.ip)
 		}
 		if err != nil {
 			g.reject(gs, err)
@@ -328,6 +406,7 @@ func (g *Guests) boot(ctx context.Context, vm *vspheresim.VM, now time.Time) *gu
 		gs.nodeName = gs.kubelet.node.Name
 	}
 	g.mu.Lock()
+	g.nodeVMs[gs.nodeName] = gs.vmID
 	gs.failure = g.failure(gs.nodeName)
 	if gs.win != nil {
 		gs.fault = g.fault(gs.nodeName)
@@ -335,6 +414,39 @@ func (g *Guests) boot(ctx context.Context, vm *vspheresim.VM, now time.Time) *gu
 	gs.readyAt = now.Add(g.bootDelay)
 	g.mu.Unlock()
 	return gs
+}
+
+// bootVSphere reads guestinfo.metadata as cloudbase-init or cloud-init
+// does, brings the network up and reports the host name and address to
+// vCenter as VMware Tools does; nil for a VM without capwin's user data.
+func (g *Guests) bootVSphere(vm *vspheresim.VM) (*firstBoot, error) {
+	extra := vm.ExtraConfig
+	if extra["guestinfo.userdata"] == "" {
+		return nil, nil
+	}
+	meta, err := readMetadata(extra)
+	if err != nil {
+		return nil, err
+	}
+	ip, err := g.address(vm, meta)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.reportTools(vm, meta.LocalHostname, ip); err != nil {
+		return nil, fmt.Errorf("VMware Tools: %w", err)
+	}
+	if vm.BIOSUUID == "" {
+		return nil, errors.New("the VM has no BIOS UUID")
+	}
+	fb := &firstBoot{hostName: meta.LocalHostname, ip: ip}
+	if isWindows(vm) {
+		build, ok := guestBuilds[vm.GuestID]
+		if !ok {
+			return nil, fmt.Errorf("guest OS %s: the simulation knows no Windows build for it", vm.GuestID)
+		}
+		fb.build = build
+	}
+	return fb, nil
 }
 
 func linuxNode(hostname string) *corev1.Node {
@@ -363,7 +475,7 @@ func (g *Guests) advance(ctx context.Context, gs *guest, now time.Time) error {
 			return g.startLinuxKubelet(gs)
 		}
 		// cloudbase-init reads the user data now, at this boot.
-		userData, err := decodeGuestinfo(gs.extra, "guestinfo.userdata")
+		userData, err := gs.userData()
 		if err != nil {
 			g.reject(gs, err)
 			return nil

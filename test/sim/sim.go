@@ -2,7 +2,8 @@
 // with simulators in place of the data centre: an envtest management API
 // server with capwin's and Cluster API's CRDs and webhooks, the real Cluster
 // API core reconcilers and webhooks, capwin's controllers (as capwin-manager
-// runs them), govmomi's vcsim as the vCenter, a second API server as the
+// runs them), govmomi's vcsim as the vCenter (or, with Options.Platform
+// azure, platform/azure/azuresim as the Azure subscription), a second API server as the
 // workload cluster, set up as kubeadm leaves one and with the controller
 // manager's controllers a join needs (test/kubeadm), a guest simulator that
 // plays each VM's operating system (it reads the VM's metadata and user data
@@ -10,7 +11,8 @@
 // does, and on Windows runs capwin-node's real join, whose simulated
 // kubelet registers the Node with its own credentials), and the workload
 // cluster's vSphere cloud controller manager, which gives each Node its
-// provider ID.
+// provider ID (on Azure, cloud-provider-azure's cloud-node-manager does:
+// azureccm.go).
 //
 // `capwin dev` and the end-to-end tests (test/e2e) run on it.
 package sim
@@ -24,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,6 +41,8 @@ import (
 
 	"sigs.k8s.io/cluster-api/core/setup"
 
+	"github.com/capwin/capwin/platform/azure"
+	"github.com/capwin/capwin/platform/azure/azuresim"
 	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 	capwinsetup "github.com/capwin/capwin/setup"
 	"github.com/capwin/capwin/test/envtest"
@@ -63,7 +68,16 @@ type Options struct {
 	// cloud controller manager stopped, as if its pod never ran, until
 	// StartCloudControllerManager: no Node gets a provider ID.
 	WithoutCloudControllerManager bool
+	// Platform is where the VMs run: PlatformVSphere (when empty), a
+	// simulated vCenter, or PlatformAzure, a simulated Azure subscription.
+	Platform string
 }
+
+// The platforms a simulation runs on.
+const (
+	PlatformVSphere = "vsphere"
+	PlatformAzure   = "azure"
+)
 
 // Sim is a running simulation.
 type Sim struct {
@@ -75,12 +89,18 @@ type Sim struct {
 	// in it and the controller manager's controllers a join needs.
 	Workload *envtest.Environment
 	Kubeadm  *kubeadm.Cluster
-	// VCenter is the simulated vCenter.
+	// VCenter is the simulated vCenter, on vSphere.
 	VCenter *vspheresim.VCenter
+	// Azure is the simulated Azure subscription, on Azure.
+	Azure *azuresim.Cloud
 	// Guests plays the VMs' operating systems.
 	Guests *Guests
 
-	ccm    *cloudControllerManager
+	platform string
+	ccm      interface {
+		run(ctx context.Context)
+		Err() error
+	}
 	ccmCtx context.Context
 
 	log logr.Logger
@@ -128,7 +148,18 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 	ctrl.SetLogger(opts.Log)
 	// The cloud node controllers and client-go log through klog.
 	klog.SetLogger(opts.Log.WithName("klog"))
-	s = &Sim{log: opts.Log}
+	switch opts.Platform {
+	case "":
+		opts.Platform = PlatformVSphere
+	case PlatformVSphere, PlatformAzure:
+	default:
+		return nil, fmt.Errorf("platform %q: the simulation runs on %s or %s", opts.Platform, PlatformVSphere, PlatformAzure)
+	}
+	s = &Sim{log: opts.Log, platform: opts.Platform}
+	endpoint := ControlPlaneEndpointIP
+	if opts.Platform == PlatformAzure {
+		endpoint = AzureControlPlaneEndpointIP
+	}
 	defer func() {
 		if err != nil {
 			_ = s.Stop()
@@ -149,7 +180,7 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 		// ClusterCache, this kube-apiserver does not stop on SIGTERM within
 		// a minute; nothing of it is kept, so it is killed after a few
 		// seconds.
-		s.Kubeadm, workloadErr = kubeadm.Start(ctx, kubeadm.Options{Controllers: true, ServingIPs: []string{ControlPlaneEndpointIP}, StopTimeout: 5 * time.Second, Log: opts.Log.WithName("kube-controller-manager")})
+		s.Kubeadm, workloadErr = kubeadm.Start(ctx, kubeadm.Options{Controllers: true, ServingIPs: []string{endpoint}, StopTimeout: 5 * time.Second, Log: opts.Log.WithName("kube-controller-manager")})
 		if workloadErr == nil {
 			s.Workload = s.Kubeadm.Env
 		}
@@ -158,7 +189,9 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 	if err := errors.Join(mgmtErr, workloadErr); err != nil {
 		return s, fmt.Errorf("starting the API servers: %w", err)
 	}
-	if s.VCenter, err = startVCenter(); err != nil {
+	if opts.Platform == PlatformAzure {
+		s.Azure = azuresim.New(azuresim.Options{SubscriptionID: AzureSubscription, Polls: 1})
+	} else if s.VCenter, err = startVCenter(); err != nil {
 		return s, err
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ControllerNamespace}}
@@ -171,7 +204,11 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 	if err := s.StartCapwin(ctx); err != nil {
 		return s, err
 	}
-	s.Guests, err = newGuests(ctx, s.VCenter, s.Kubeadm, opts.BootDelay, opts.Log.WithName("guest"))
+	if s.Azure != nil {
+		s.Guests, err = newGuests(azureVMs{s.Azure}, s.Kubeadm, opts.BootDelay, opts.Log.WithName("guest"))
+	} else {
+		s.Guests, err = newVCenterGuests(ctx, s.VCenter, s.Kubeadm, opts.BootDelay, opts.Log.WithName("guest"))
+	}
 	if err != nil {
 		return s, err
 	}
@@ -187,7 +224,11 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 	done.Go(func() { collectGarbage(gctx, gcClient, opts.Log.WithName("gc")) })
 	done.Go(func() { standInForControlPlane(gctx, gcClient, s.Workload.Client, opts.Log.WithName("control-plane")) })
 	s.stopGuests = func() { cancel(); done.Wait() }
-	s.ccm = &cloudControllerManager{workload: s.Workload.Client, config: s.Workload.Config, log: opts.Log.WithName("ccm")}
+	if s.Azure != nil {
+		s.ccm = &azureNodeManager{workload: s.Workload.Client, config: s.Workload.Config, cloud: s.Azure, guests: s.Guests, log: opts.Log.WithName("cloud-node-manager")}
+	} else {
+		s.ccm = &cloudControllerManager{workload: s.Workload.Client, config: s.Workload.Config, log: opts.Log.WithName("ccm")}
+	}
 	s.ccmCtx = gctx
 	if !opts.WithoutCloudControllerManager {
 		s.StartCloudControllerManager()
@@ -288,6 +329,7 @@ func (s *Sim) StartCapwin(ctx context.Context) error {
 		Namespace:   ControllerNamespace,
 		Concurrency: 10,
 		Name:        "capwin-manager",
+		Azure:       s.azureClients(),
 	})
 	if err != nil {
 		return err
@@ -298,6 +340,20 @@ func (s *Sim) StartCapwin(ctx context.Context) error {
 	}
 	s.stopCapwin = stop
 	return nil
+}
+
+// azureClients points capwin's ARM clients at the simulated Azure, with
+// capwin-manager's retry settings, when there is one.
+func (s *Sim) azureClients() azure.Options {
+	if s.Azure == nil {
+		return azure.Options{}
+	}
+	opts := s.Azure.ClientOptions()
+	opts.Retry = azure.RetryOptions()
+	return azure.Options{
+		ClientOptions: opts,
+		NewCredential: func(azure.Credentials) (azcore.TokenCredential, error) { return azuresim.Credential(), nil },
+	}
 }
 
 // StopCapwin stops capwin's controllers, as a crash or an upgrade of

@@ -76,15 +76,11 @@ func (g *Guests) SetFault(f func(nodeName string) Fault) {
 }
 
 // bootWindows brings up a Windows VM's machine: its disk (a directory of
-// its own), its build (its guest OS's), its computer name (the metadata's
-// local-hostname, which cloudbase-init sets), its primary adapter's
+// its own), its build (its image's), its computer name (set at first boot
+// from vSphere's metadata or Azure's osProfile), its primary adapter's
 // address, and the bundle, installed.
-func (g *Guests) bootWindows(gs *guest, guestID, hostname, ip string) error {
-	build, ok := guestBuilds[guestID]
-	if !ok {
-		return fmt.Errorf("guest OS %s: the simulation knows no Windows build for it", guestID)
-	}
-	root := filepath.Join(g.dir, gs.vmID)
+func (g *Guests) bootWindows(gs *guest, build, hostname, ip string) error {
+	root := filepath.Join(g.dir, strings.ReplaceAll(gs.vmID, "/", "_")) // an Azure VM's ID is a path
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return err
 	}
