@@ -30,13 +30,14 @@ import (
 const devUsage = `usage: capwin dev [flags]
 
 Runs a cluster with a Linux control plane and Windows workers on simulators:
-two envtest API servers (management and workload), vcsim as the vCenter, the
-real Cluster API core controllers, capwin's controllers and a guest
-simulator that registers each VM's Node. It applies
-templates/cluster-template-vsphere-windows.yaml, scales the Windows
+two envtest API servers (management and workload), vcsim as the vCenter
+(--platform=vsphere) or a simulated Azure subscription (--platform=azure),
+the real Cluster API core controllers, capwin's controllers and a guest
+simulator that registers each VM's Node. It applies the platform's flavor,
+templates/cluster-template-<platform>-windows.yaml, scales the Windows
 MachineDeployment 0 -> 3 -> 1, prints the cluster, and keeps running so
 that you can kubectl it; Ctrl-C tears it all down. Run it from the source
-tree (make dev).
+tree (make dev; make dev DEV_ARGS=--platform=azure).
 
 flags:`
 
@@ -47,6 +48,7 @@ type devOptions struct {
 	bootDelay time.Duration
 	timeout   time.Duration
 	dir       string
+	platform  string
 }
 
 func dev(args []string, stdout, stderr io.Writer) int {
@@ -59,6 +61,7 @@ func dev(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.namespace, "namespace", "default", "the cluster's namespace")
 	fs.DurationVar(&o.bootDelay, "boot-delay", 2*time.Second, "how long a simulated VM takes from power-on to a Ready node")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long each step may take")
+	fs.StringVar(&o.platform, "platform", sim.PlatformVSphere, "where the VMs run: vsphere (vcsim) or azure (a simulated Azure subscription)")
 	fs.StringVar(&o.dir, "dir", "", "where kubeconfigs and the controllers' log go (a new temporary directory when empty)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -112,10 +115,14 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		fmt.Fprintln(logFile, time.Now().Format(time.RFC3339Nano), prefix, args)
 	}, funcr.Options{Verbosity: 1})
 
-	fmt.Fprintln(out, "capwin dev: a management cluster, a workload cluster and a vCenter, all simulated")
-	fmt.Fprintf(out, "  starting 2 kube-apiservers (envtest), vcsim, Cluster API's and capwin's controllers, the guests...")
+	cloud, cloudSim := "a vCenter", "vcsim"
+	if o.platform == sim.PlatformAzure {
+		cloud, cloudSim = "an Azure subscription", "a simulated Azure"
+	}
+	fmt.Fprintf(out, "capwin dev: a management cluster, a workload cluster and %s, all simulated\n", cloud)
+	fmt.Fprintf(out, "  starting 2 kube-apiservers (envtest), %s, Cluster API's and capwin's controllers, the guests...", cloudSim)
 	step := time.Now()
-	s, err := sim.Start(ctx, sim.Options{BootDelay: o.bootDelay, Log: log})
+	s, err := sim.Start(ctx, sim.Options{BootDelay: o.bootDelay, Log: log, Platform: o.platform})
 	if err != nil {
 		fmt.Fprintln(out)
 		return err
@@ -136,7 +143,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	}
 
 	co := sim.ClusterOptions{Namespace: o.namespace, Name: o.name}
-	rel, _ := filepath.Rel(mustWd(), sim.DefaultTemplate())
+	rel, _ := filepath.Rel(mustWd(), sim.DefaultTemplate(o.platform))
 	fmt.Fprintf(out, "Generating cluster %q from %s (clusterctl's variable substitution)\n", o.name, rel)
 	objs, err := s.CreateCluster(ctx, co)
 	if err != nil {

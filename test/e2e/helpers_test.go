@@ -34,18 +34,25 @@ const wait = 2 * time.Minute
 // namespace and waits for its control plane.
 func newCluster(t testing.TB, windows int) sim.ClusterOptions {
 	t.Helper()
+	return newClusterOn(t, s, windows)
+}
+
+// newClusterOn does what newCluster does on the simulation sm, with its
+// platform's flavor.
+func newClusterOn(t testing.TB, sm *sim.Sim, windows int) sim.ClusterOptions {
+	t.Helper()
 	g := NewWithT(t)
 	o := sim.ClusterOptions{Namespace: "e2e-" + rand.String(5), Name: "w" + rand.String(4), WindowsReplicas: windows}
-	_, err := s.CreateCluster(t.Context(), o)
+	_, err := sm.CreateCluster(t.Context(), o)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		if t.Failed() {
-			dump(t, o)
+			dumpOn(t, sm, o)
 		}
 	})
 	g.Eventually(func(g Gomega) {
 		c := &clusterv1.Cluster{}
-		g.Expect(s.Management.Client.Get(t.Context(), client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, c)).To(Succeed())
+		g.Expect(sm.Management.Client.Get(t.Context(), client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, c)).To(Succeed())
 		g.Expect(conditions.IsTrue(c, clusterv1.ClusterControlPlaneInitializedCondition)).To(BeTrue(), "control plane initialised")
 	}, wait, 200*time.Millisecond).Should(Succeed())
 	return o
@@ -57,18 +64,27 @@ func windowsMD(o sim.ClusterOptions) client.ObjectKey {
 
 func scale(t testing.TB, o sim.ClusterOptions, replicas int32) {
 	t.Helper()
+	scaleOn(t, s, o, replicas)
+}
+
+func scaleOn(t testing.TB, sm *sim.Sim, o sim.ClusterOptions, replicas int32) {
+	t.Helper()
 	g := NewWithT(t)
 	md := &clusterv1.MachineDeployment{}
-	g.Expect(s.Management.Client.Get(t.Context(), windowsMD(o), md)).To(Succeed())
+	g.Expect(sm.Management.Client.Get(t.Context(), windowsMD(o), md)).To(Succeed())
 	patch := client.MergeFrom(md.DeepCopy())
 	md.Spec.Replicas = &replicas
-	g.Expect(s.Management.Client.Patch(t.Context(), md, patch)).To(Succeed())
+	g.Expect(sm.Management.Client.Patch(t.Context(), md, patch)).To(Succeed())
 }
 
 // windowsMachines returns the Windows MachineDeployment's Machines.
 func windowsMachines(ctx context.Context, g Gomega, o sim.ClusterOptions) []clusterv1.Machine {
+	return windowsMachinesOn(ctx, g, s, o)
+}
+
+func windowsMachinesOn(ctx context.Context, g Gomega, sm *sim.Sim, o sim.ClusterOptions) []clusterv1.Machine {
 	l := &clusterv1.MachineList{}
-	g.Expect(s.Management.Client.List(ctx, l, client.InNamespace(o.Namespace),
+	g.Expect(sm.Management.Client.List(ctx, l, client.InNamespace(o.Namespace),
 		client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: o.Name + "-windows"})).To(Succeed())
 	return l.Items
 }
@@ -78,15 +94,20 @@ func windowsMachines(ctx context.Context, g Gomega, o sim.ClusterOptions) []clus
 // and returns them.
 func waitRunning(t testing.TB, o sim.ClusterOptions, n int) []clusterv1.Machine {
 	t.Helper()
+	return waitRunningOn(t, s, o, n)
+}
+
+func waitRunningOn(t testing.TB, sm *sim.Sim, o sim.ClusterOptions, n int) []clusterv1.Machine {
+	t.Helper()
 	var ms []clusterv1.Machine
 	NewWithT(t).Eventually(func(g Gomega) {
-		ms = windowsMachines(t.Context(), g, o)
+		ms = windowsMachinesOn(t.Context(), g, sm, o)
 		g.Expect(ms).To(HaveLen(n))
 		for _, m := range ms {
 			g.Expect(m.Status.Phase).To(Equal(string(clusterv1.MachinePhaseRunning)), "Machine %s", m.Name)
 			g.Expect(m.Status.NodeRef.IsDefined()).To(BeTrue())
 			node := &corev1.Node{}
-			g.Expect(s.Workload.Client.Get(t.Context(), client.ObjectKey{Name: m.Status.NodeRef.Name}, node)).To(Succeed())
+			g.Expect(sm.Workload.Client.Get(t.Context(), client.ObjectKey{Name: m.Status.NodeRef.Name}, node)).To(Succeed())
 			g.Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelOSStable, "windows"))
 			g.Expect(node.Spec.ProviderID).To(Equal(m.Spec.ProviderID))
 			g.Expect(conditions.IsTrue(&m, clusterv1.MachineReadyCondition)).To(BeTrue(), "Machine %s Ready", m.Name)
@@ -142,7 +163,9 @@ func noRejections(t testing.TB) {
 }
 
 // dump logs the cluster's objects' status, for a failed test.
-func dump(t testing.TB, o sim.ClusterOptions) {
+func dump(t testing.TB, o sim.ClusterOptions) { dumpOn(t, s, o) }
+
+func dumpOn(t testing.TB, s *sim.Sim, o sim.ClusterOptions) {
 	ctx := context.Background()
 	lists := []client.ObjectList{&clusterv1.ClusterList{}, &clusterv1.MachineDeploymentList{}, &clusterv1.MachineSetList{},
 		&clusterv1.MachineList{}, &infrav1.HybridClusterList{}, &infrav1.HybridMachineList{}, &bootstrapv1.WindowsKubeadmConfigList{}}
