@@ -12,8 +12,8 @@ import (
 // azureCloudConfig is what the flavor's azure.json must say for
 // cloud-provider-azure to find the cluster's resources.
 type azureCloudConfig struct {
-	Cloud, TenantID, SubscriptionID, AADClientID, AADClientSecret string
-	ResourceGroup, Location, VMType, VNetName, VNetResourceGroup  string
+	Cloud, TenantID, SubscriptionID, AADClientID, AADClientSecret  string
+	ResourceGroup, Location, VMType, VNetName, VNetResourceGroup   string
 	SubnetName, SecurityGroupName, RouteTableName, LoadBalancerSku string
 	UseInstanceMetadata                                            bool
 }
