@@ -162,9 +162,7 @@ func noRejections(t testing.TB) {
 	}
 }
 
-// dump logs the cluster's objects' status, for a failed test.
-func dump(t testing.TB, o sim.ClusterOptions) { dumpOn(t, s, o) }
-
+// dumpOn logs the cluster's objects' status, for a failed test.
 func dumpOn(t testing.TB, s *sim.Sim, o sim.ClusterOptions) {
 	ctx := context.Background()
 	lists := []client.ObjectList{&clusterv1.ClusterList{}, &clusterv1.MachineDeploymentList{}, &clusterv1.MachineSetList{},
