@@ -40,6 +40,7 @@ func TestAzureWindowsCluster(t *testing.T) {
 	g.Expect(hc.Spec.ControlPlaneEndpoint).To(Equal(clusterv1.APIEndpoint{Host: sim.AzureControlPlaneEndpointIP, Port: 6443}), "the load balancer's address")
 	lbs := az.Azure.LoadBalancers()
 	g.Expect(lbs).To(HaveLen(1))
+	g.Expect(lbs[0].Properties.BackendAddressPools).To(HaveLen(1))
 	pool := lbs[0].Properties.BackendAddressPools[0].Properties.BackendIPConfigurations
 	g.Expect(pool).To(HaveLen(1), "the control-plane machine's NIC in the API server's pool")
 
@@ -76,6 +77,7 @@ func TestAzureWindowsCluster(t *testing.T) {
 		g.Expect(node.Spec.ProviderID).To(Equal("azure:///subscriptions/" + sim.AzureSubscription + "/resourceGroups/" + group + "/providers/Microsoft.Compute/virtualMachines/" + node.Name))
 		g.Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelTopologyRegion, sim.AzureLocation))
 		g.Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "Standard_D4s_v5"))
+		g.Expect(node.Labels).To(HaveKeyWithValue(corev1.LabelTopologyZone, "0"), "a VM without a zone: its fault domain")
 		g.Expect(node.Spec.Taints).NotTo(ContainElement(HaveField("Key", "node.cloudprovider.kubernetes.io/uninitialized")))
 		g.Expect(node.Status.Addresses).To(ContainElement(corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: nicAddress(az, node.Name)}))
 	}

@@ -66,6 +66,12 @@ func checkAzureCloudProvider(t *testing.T, objs, addons []*unstructured.Unstruct
 		g.Expect(containers).To(HaveLen(1))
 		g.Expect(containers[0].(map[string]any)["image"]).To(And(
 			HavePrefix("mcr.microsoft.com/oss/v2/kubernetes/azure-cloud-node-manager:"), ContainSubstring(minor)), "the release of the flavor's Kubernetes minor")
+		g.Expect(spec).To(HaveKeyWithValue("hostNetwork", true), "%s reaches the host's Instance Metadata Service", name)
+		g.Expect(containers[0].(map[string]any)["env"]).To(ContainElement(map[string]any{
+			"name": "NODE_NAME", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "spec.nodeName"}}}), "%s knows its node", name)
+		if name == "cloud-node-manager" {
+			g.Expect(containers[0].(map[string]any)["args"]).To(ContainElement("--node-name=$(NODE_NAME)"))
+		}
 		tolerations, _, _ := unstructured.NestedSlice(spec, "tolerations")
 		g.Expect(tolerations).To(ContainElement(map[string]any{"operator": "Exists", "effect": "NoSchedule"}),
 			"%s runs on the Nodes it initialises, whatever their NoSchedule taints (the uninitialised one, the Windows nodes' os=windows)", name)

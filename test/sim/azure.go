@@ -132,7 +132,7 @@ func osName(windows bool) string {
 }
 
 // galleryImage matches a Compute Gallery image version's ID.
-var galleryImage = regexp.MustCompile(`(?i)^/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/Microsoft\.Compute/galleries/([^/]+)/images/([^/]+)/versions/[^/]+$`)
+var galleryImage = regexp.MustCompile(`(?i)^/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/Microsoft\.Compute/galleries/([^/]+)/images/([^/]+)/versions/([^/]+)$`)
 
 // windowsImage matches the image definitions images/azure makes:
 // capwin-windows-<release>, with -hyperv for the Hyper-V isolation ones.
@@ -149,7 +149,9 @@ func azureImageBuild(ref *armcompute.ImageReference) (string, error) {
 	if ref == nil {
 		return "", errors.New("the VM has no image reference")
 	}
-	if m := galleryImage.FindStringSubmatch(ptr.Deref(ref.ID, "")); m != nil && strings.EqualFold(m[1], AzureImageGroup) && strings.EqualFold(m[2], AzureGallery) {
+	// The gallery holds one version of each image: the Kubernetes version
+	// the simulation runs, without the v, as images/azure numbers them.
+	if m := galleryImage.FindStringSubmatch(ptr.Deref(ref.ID, "")); m != nil && strings.EqualFold(m[1], AzureImageGroup) && strings.EqualFold(m[2], AzureGallery) && m[4] == strings.TrimPrefix(KubernetesVersion, "v") {
 		if m[3] == AzureLinuxImage {
 			return "", nil
 		}
@@ -163,8 +165,8 @@ func azureImageBuild(ref *armcompute.ImageReference) (string, error) {
 			return b, nil
 		}
 	}
-	return "", fmt.Errorf("image %s: the simulation knows no such image (it knows the gallery %s/%s's %s and capwin-windows-<release> images, and Marketplace WindowsServer SKUs)",
-		imageName(ref), AzureImageGroup, AzureGallery, AzureLinuxImage)
+	return "", fmt.Errorf("image %s: the simulation knows no such image (it knows version %s of the gallery %s/%s's %s and capwin-windows-<release> images, and Marketplace WindowsServer SKUs)",
+		imageName(ref), strings.TrimPrefix(KubernetesVersion, "v"), AzureImageGroup, AzureGallery, AzureLinuxImage)
 }
 
 func imageName(ref *armcompute.ImageReference) string {

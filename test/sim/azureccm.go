@@ -47,13 +47,18 @@ const cloudNodeManagerImage = "azure-cloud-node-manager"
 // or Secret volumes are missing does not start, and its node stays
 // uninitialised. The cloud controller manager (routes, load balancers,
 // node lifecycle), which needs the node name to be the VM name, is not
-// simulated.
+// simulated, nor is --wait-routes. Kubernetes' controller also sets the
+// deprecated beta topology labels, which cloud-node-manager sets only with
+// --enable-deprecated-beta-topology-labels.
 type azureNodeManager struct {
 	workload client.Client
 	config   *rest.Config
 	cloud    *azuresim.Cloud
 	guests   *Guests
 	log      logr.Logger
+
+	// serviceAccount is the one the node controller runs as.
+	serviceAccount string
 
 	mu  sync.Mutex
 	err error
@@ -82,6 +87,9 @@ func (m *azureNodeManager) run(ctx context.Context) {
 			m.log.Info("cloud-node-manager runs")
 			<-ctx.Done()
 			stop()
+			m.mu.Lock()
+			m.err = nil
+			m.mu.Unlock()
 			return
 		}
 		select {
@@ -92,7 +100,8 @@ func (m *azureNodeManager) run(ctx context.Context) {
 	}
 }
 
-// daemonSets are the DaemonSets that run cloud-node-manager.
+// daemonSets are the DaemonSets that run cloud-node-manager; an error
+// names one whose pod would not run it as the simulation plays it.
 func (m *azureNodeManager) daemonSets(ctx context.Context) ([]appsv1.DaemonSet, error) {
 	all := &appsv1.DaemonSetList{}
 	if err := m.workload.List(ctx, all, client.InNamespace(cpiNamespace)); err != nil {
@@ -100,13 +109,51 @@ func (m *azureNodeManager) daemonSets(ctx context.Context) ([]appsv1.DaemonSet, 
 	}
 	var out []appsv1.DaemonSet
 	for _, ds := range all.Items {
-		if slices.ContainsFunc(ds.Spec.Template.Spec.Containers, func(c corev1.Container) bool {
+		spec := &ds.Spec.Template.Spec
+		i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool {
 			return strings.Contains(c.Image, "/"+cloudNodeManagerImage+":")
-		}) {
-			out = append(out, ds)
+		})
+		if i < 0 {
+			continue
 		}
+		if err := checkNodeManagerPod(spec, &spec.Containers[i]); err != nil {
+			return nil, fmt.Errorf("DaemonSet %s: %w", ds.Name, err)
+		}
+		out = append(out, ds)
 	}
 	return out, nil
+}
+
+// checkNodeManagerPod refuses a cloud-node-manager pod that would not
+// initialise its node as the simulation plays it: it must know its node's
+// name (NODE_NAME from spec.nodeName, passed as --node-name on Linux; the
+// Windows pod's start script passes it), run on the host's network (the
+// Instance Metadata Service answers the host), and on Windows be a
+// HostProcess pod (the chart's Windows image runs on the host). The
+// placement the simulation checks is node selector and tolerations, so
+// affinity is refused.
+func checkNodeManagerPod(spec *corev1.PodSpec, c *corev1.Container) error {
+	if spec.Affinity != nil {
+		return errors.New("the simulation places cloud-node-manager by node selector and tolerations only, not affinity")
+	}
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+	}) {
+		return errors.New("cloud-node-manager's container has no NODE_NAME from spec.nodeName")
+	}
+	if !spec.HostNetwork {
+		return errors.New("cloud-node-manager runs on the host's network")
+	}
+	if spec.NodeSelector[corev1.LabelOSStable] == "windows" {
+		if spec.SecurityContext == nil || spec.SecurityContext.WindowsOptions == nil || !ptr.Deref(spec.SecurityContext.WindowsOptions.HostProcess, false) {
+			return errors.New("the Windows cloud-node-manager runs as a HostProcess pod")
+		}
+		return nil
+	}
+	if !slices.Contains(append(slices.Clone(c.Command), c.Args...), "--node-name=$(NODE_NAME)") {
+		return errors.New("cloud-node-manager runs with --node-name=$(NODE_NAME)")
+	}
+	return nil
 }
 
 // start starts the node controller once a cloud-node-manager DaemonSet
@@ -126,6 +173,7 @@ func (m *azureNodeManager) start(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	m.serviceAccount = ds.Spec.Template.Spec.ServiceAccountName
 	cfg.UserAgent = "cloud-node-manager (simulated)"
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -166,6 +214,9 @@ func (a *azureIMDS) vm(ctx context.Context, node *corev1.Node) (*azureVM, error)
 	i := slices.IndexFunc(dss, func(ds appsv1.DaemonSet) bool { return schedulable(&ds.Spec.Template.Spec, node) })
 	if i < 0 {
 		return nil, fmt.Errorf("node %s: no cloud-node-manager DaemonSet may run on it (node selector, tolerations)", node.Name)
+	}
+	if sa := dss[i].Spec.Template.Spec.ServiceAccountName; sa != a.m.serviceAccount {
+		return nil, fmt.Errorf("node %s: DaemonSet %s runs as ServiceAccount %s; the simulation runs one node controller, as %s", node.Name, dss[i].Name, sa, a.m.serviceAccount)
 	}
 	if err := a.m.volumes(ctx, &dss[i]); err != nil {
 		return nil, fmt.Errorf("node %s: the pod of DaemonSet %s cannot start: %w", node.Name, dss[i].Name, err)

@@ -256,7 +256,7 @@ func (g *Guests) Rejected() map[string]string {
 	return out
 }
 
-// vmOfNode is the ID of the VM whose guest registered the node.
+// vmOfNode is the ID of the VM whose guest booted with the node's name.
 func (g *Guests) vmOfNode(name string) (string, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -236,10 +236,11 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 	return s, nil
 }
 
-// StartCloudControllerManager lets the workload cluster's vSphere cloud
-// controller manager run (see cloudControllerManager): it starts once its
-// DaemonSet, configuration and credentials are in the workload cluster and
-// a Node may run its pod. It does nothing while it runs.
+// StartCloudControllerManager lets the workload cluster's cloud provider
+// run: the vSphere cloud controller manager (cloudControllerManager),
+// which starts once its DaemonSet, configuration and credentials are in
+// the workload cluster and a Node may run its pod, or on Azure
+// cloud-node-manager (azureNodeManager). It does nothing while it runs.
 func (s *Sim) StartCloudControllerManager() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
