@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
@@ -51,54 +50,17 @@ const cloudNodeManagerImage = "azure-cloud-node-manager"
 // deprecated beta topology labels, which cloud-node-manager sets only with
 // --enable-deprecated-beta-topology-labels.
 type azureNodeManager struct {
+	addonPod
 	workload client.Client
 	config   *rest.Config
 	cloud    *azuresim.Cloud
 	guests   *Guests
-	log      logr.Logger
 
 	// serviceAccount is the one the node controller runs as.
 	serviceAccount string
-
-	mu  sync.Mutex
-	err error
 }
 
-// Err is why the cloud node manager is not running, nil once it runs or
-// before its DaemonSets exist.
-func (m *azureNodeManager) Err() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.err
-}
-
-func (m *azureNodeManager) run(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		stop, err := m.start(ctx)
-		m.mu.Lock()
-		if err != nil && (m.err == nil || m.err.Error() != err.Error()) {
-			m.log.Info("cloud-node-manager cannot start", "reason", err.Error())
-		}
-		m.err = err
-		m.mu.Unlock()
-		if stop != nil {
-			m.log.Info("cloud-node-manager runs")
-			<-ctx.Done()
-			stop()
-			m.mu.Lock()
-			m.err = nil
-			m.mu.Unlock()
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
+func (m *azureNodeManager) run(ctx context.Context) { m.addonPod.run(ctx, m.start) }
 
 // daemonSets are the DaemonSets that run cloud-node-manager; an error
 // names one whose pod would not run it as the simulation plays it.
@@ -169,7 +131,7 @@ func (m *azureNodeManager) start(ctx context.Context) (func(), error) {
 			return nil, fmt.Errorf("DaemonSets %s and %s run as different ServiceAccounts; the simulation runs one node controller", ds.Name, other.Name)
 		}
 	}
-	cfg, err := (&cloudControllerManager{workload: m.workload, config: m.config}).serviceAccount(ctx, &ds)
+	cfg, err := podServiceAccount(ctx, m.workload, m.config, &ds)
 	if err != nil {
 		return nil, err
 	}

@@ -36,114 +36,114 @@ const (
 // with them. A DaemonSet, configuration or Secret the real pod could not
 // start with keeps it from starting, and Err says why.
 type cloudControllerManager struct {
+	addonPod
 	workload client.Client
 	config   *rest.Config
-	log      logr.Logger
-
-	mu   sync.Mutex
-	err  error
-	stop func()
 }
 
-// Err is why the cloud controller manager is not running, nil once it runs
-// (or before the DaemonSet exists).
-func (m *cloudControllerManager) Err() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.err
+func (m *cloudControllerManager) run(ctx context.Context) { m.addonPod.run(ctx, m.start) }
+
+// addonPod plays an add-on's pod: it tries to start it every second until
+// it starts, keeps why it cannot (Err, logged when it changes), and stops
+// it when ctx ends.
+type addonPod struct {
+	name string
+	log  logr.Logger
+
+	mu  sync.Mutex
+	err error
 }
 
-func (m *cloudControllerManager) run(ctx context.Context) {
+// Err is why the pod is not running, nil once it runs (or before what it
+// starts from exists).
+func (a *addonPod) Err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// run calls start until it returns a stop function (nil, nil: not yet).
+func (a *addonPod) run(ctx context.Context, start func(context.Context) (func(), error)) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		started, err := m.start(ctx)
-		m.mu.Lock()
-		if err != nil && (m.err == nil || m.err.Error() != err.Error()) {
-			m.log.Info("The cloud controller manager cannot start", "reason", err.Error())
+		stop, err := start(ctx)
+		a.mu.Lock()
+		if err != nil && (a.err == nil || a.err.Error() != err.Error()) {
+			a.log.Info(a.name+" cannot start", "reason", err.Error())
 		}
-		m.err = err
-		m.mu.Unlock()
-		if started {
-			m.log.Info("The cloud controller manager runs")
+		a.err = err
+		a.mu.Unlock()
+		if stop != nil {
+			a.log.Info(a.name + " runs")
 			<-ctx.Done()
+			stop()
 		}
 		select {
 		case <-ctx.Done():
-			m.mu.Lock()
-			if m.stop != nil {
-				m.stop()
-				m.stop = nil
-			}
-			m.err = nil
-			m.mu.Unlock()
+			a.mu.Lock()
+			a.err = nil
+			a.mu.Unlock()
 			return
 		case <-t.C:
 		}
 	}
 }
 
-// start starts the CPI when its pod would run; false, nil while the
+// start starts the CPI when its pod would run; nil, nil while the
 // DaemonSet or a Node for it is missing.
-func (m *cloudControllerManager) start(ctx context.Context) (bool, error) {
+func (m *cloudControllerManager) start(ctx context.Context) (func(), error) {
 	ds := &appsv1.DaemonSet{}
 	if err := m.workload.Get(ctx, client.ObjectKey{Namespace: cpiNamespace, Name: cpiDaemonSet}, ds); err != nil {
-		return false, client.IgnoreNotFound(err)
+		return nil, client.IgnoreNotFound(err)
 	}
 	nodes := &corev1.NodeList{}
 	if err := m.workload.List(ctx, nodes); err != nil {
-		return false, err
+		return nil, err
 	}
 	if !slices.ContainsFunc(nodes.Items, func(n corev1.Node) bool { return schedulable(&ds.Spec.Template.Spec, &n) }) {
-		return false, nil
+		return nil, nil
 	}
 	conf, err := m.cloudConfig(ctx, ds)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	vc, err := cpi.ParseConfig(conf)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	// The pod talks to the API server as its ServiceAccount: the flavor's
 	// RBAC decides what it may do.
-	cfg, err := m.serviceAccount(ctx, ds)
+	cfg, err := podServiceAccount(ctx, m.workload, m.config, ds)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	secret := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: vc.SecretNamespace, Name: vc.SecretName}, secret); err != nil {
-		return false, fmt.Errorf("the CPI's credentials: %w", err)
+		return nil, fmt.Errorf("the CPI's credentials: %w", err)
 	}
 	cloud, err := cpi.New(vc, secret.Data)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	stop, err := cpi.Run(ctx, cfg, cloud)
-	if err != nil {
-		return false, err
-	}
-	m.mu.Lock()
-	m.stop = stop
-	m.mu.Unlock()
-	return true, nil
+	return cpi.Run(ctx, cfg, cloud)
 }
 
-// serviceAccount is the API server configuration of the DaemonSet's pod:
+// podServiceAccount is the API server configuration of the DaemonSet's pod:
 // its ServiceAccount's identity, which must exist.
-func (m *cloudControllerManager) serviceAccount(ctx context.Context, ds *appsv1.DaemonSet) (*rest.Config, error) {
+func podServiceAccount(ctx context.Context, workload client.Client, config *rest.Config, ds *appsv1.DaemonSet) (*rest.Config, error) {
 	name := ds.Spec.Template.Spec.ServiceAccountName
 	if name == "" {
 		name = "default"
 	}
-	if err := m.workload.Get(ctx, client.ObjectKey{Namespace: ds.Namespace, Name: name}, &corev1.ServiceAccount{}); err != nil {
+	if err := workload.Get(ctx, client.ObjectKey{Namespace: ds.Namespace, Name: name}, &corev1.ServiceAccount{}); err != nil {
 		return nil, fmt.Errorf("DaemonSet %s: its ServiceAccount: %w", ds.Name, err)
 	}
-	cfg := rest.CopyConfig(m.config)
+	cfg := rest.CopyConfig(config)
 	cfg.Impersonate = rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:" + ds.Namespace + ":" + name,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ds.Namespace, "system:authenticated"},

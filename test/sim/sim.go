@@ -225,9 +225,9 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 	done.Go(func() { standInForControlPlane(gctx, gcClient, s.Workload.Client, opts.Log.WithName("control-plane")) })
 	s.stopGuests = func() { cancel(); done.Wait() }
 	if s.Azure != nil {
-		s.ccm = &azureNodeManager{workload: s.Workload.Client, config: s.Workload.Config, cloud: s.Azure, guests: s.Guests, log: opts.Log.WithName("cloud-node-manager")}
+		s.ccm = &azureNodeManager{addonPod: addonPod{name: "cloud-node-manager", log: opts.Log.WithName("cloud-node-manager")}, workload: s.Workload.Client, config: s.Workload.Config, cloud: s.Azure, guests: s.Guests}
 	} else {
-		s.ccm = &cloudControllerManager{workload: s.Workload.Client, config: s.Workload.Config, log: opts.Log.WithName("ccm")}
+		s.ccm = &cloudControllerManager{addonPod: addonPod{name: "The cloud controller manager", log: opts.Log.WithName("ccm")}, workload: s.Workload.Client, config: s.Workload.Config}
 	}
 	s.ccmCtx = gctx
 	if !opts.WithoutCloudControllerManager {
