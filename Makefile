@@ -93,8 +93,8 @@ windows-check: ## Build and vet every package and command of node-components for
 	cd node-components && $(WINDOWS_ENV) $(GO) build -trimpath ./... && $(WINDOWS_ENV) $(GO) vet -trimpath ./...
 
 .PHONY: bench
-bench: ## Run the benchmarks: payload sizes, render time, vCenter round trips per machine, Windows scale 0 -> 50 on the simulation, the node agent's join time and size
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test ./bootstrap/payload/ ./platform/vsphere/ ./controllers/ ./test/e2e/ -run '^$$' -bench . -benchmem
+bench: ## Run the benchmarks: payload sizes, render time, vCenter round trips and ARM requests per machine, Windows scale 0 -> 50 on the simulation, the node agent's join time and size
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test ./bootstrap/payload/ ./platform/vsphere/ ./platform/azure/ ./controllers/ ./test/e2e/ -run '^$$' -bench . -benchmem
 	cd node-components && $(GO) test ./agent/ ./cmd/capwin-node/ -run '^$$' -bench . -benchmem
 
 .PHONY: fuzz

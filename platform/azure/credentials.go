@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/capwin/capwin/platform"
@@ -97,7 +100,26 @@ type Options struct {
 	// NewCredential makes the token credential of a login; azidentity's
 	// when nil.
 	NewCredential func(Credentials) (azcore.TokenCredential, error)
+	// WritesPerSecond limits the writes (every request but GET and HEAD,
+	// retries included) of one login in one subscription, so that capwin
+	// stays within ARM's write budget instead of being throttled: ARM
+	// refills about 10 write tokens a second for a principal in a
+	// subscription. 0 means DefaultWritesPerSecond; below 0, no limit.
+	WritesPerSecond float64
+	// WriteBurst is how many writes may go at once before the rate
+	// applies; 0 means DefaultWriteBurst.
+	WriteBurst int
 }
+
+const (
+	// DefaultWritesPerSecond is Options.WritesPerSecond's default: ARM's
+	// refill rate of writes for a principal in a subscription.
+	DefaultWritesPerSecond = 10
+	// DefaultWriteBurst is Options.WriteBurst's default, well under ARM's
+	// bucket, which the cloud provider and people using the same
+	// principal draw from too.
+	DefaultWriteBurst = 5
+)
 
 // RetryOptions are capwin's settings for the SDK's retries: a throttled or
 // failing call is retried in the call only while Azure asks for at most a
@@ -138,6 +160,9 @@ type clientSet struct {
 	routes     *armnetwork.RouteTablesClient
 	publicIPs  *armnetwork.PublicIPAddressesClient
 	lbs        *armnetwork.LoadBalancersClient
+	// views are the recent reads of resource groups, shared by the
+	// resyncs of their machines.
+	views *views
 }
 
 // get returns the clients of a login in a subscription.
@@ -152,9 +177,14 @@ func (c *Clients) get(creds Credentials, subscriptionID string) (*clientSet, err
 	if err != nil {
 		return nil, err
 	}
-	opts := c.opts.ClientOptions
-	if opts == nil {
-		opts = &arm.ClientOptions{ClientOptions: policy.ClientOptions{Retry: RetryOptions()}}
+	opts := &arm.ClientOptions{ClientOptions: policy.ClientOptions{Retry: RetryOptions()}}
+	if c.opts.ClientOptions != nil {
+		o := *c.opts.ClientOptions
+		opts = &o
+	}
+	if limit := c.opts.writeLimit(); limit != nil {
+		// Per retry: a retried write is a write to ARM too.
+		opts.PerRetryPolicies = append(slices.Clone(opts.PerRetryPolicies), limit)
 	}
 	resources, err := armresources.NewClientFactory(subscriptionID, cred, opts)
 	if err != nil {
@@ -180,6 +210,7 @@ func (c *Clients) get(creds Credentials, subscriptionID string) (*clientSet, err
 		routes:     network.NewRouteTablesClient(),
 		publicIPs:  network.NewPublicIPAddressesClient(),
 		lbs:        network.NewLoadBalancersClient(),
+		views:      newViews(),
 	}
 	c.sets[key] = s
 	return s, nil
@@ -206,4 +237,36 @@ func (c *Clients) credential(creds Credentials) (azcore.TokenCredential, error) 
 		return nil, fmt.Errorf("%w: making the %s credential: %w", platform.ErrCredentialsNotFound, creds.Type, err)
 	}
 	return cred, nil
+}
+
+// writeLimit is the policy that holds writes to Options.WritesPerSecond,
+// or nil for no limit.
+func (o Options) writeLimit() policy.Policy {
+	perSecond, burst := o.WritesPerSecond, o.WriteBurst
+	if perSecond < 0 {
+		return nil
+	}
+	if perSecond == 0 {
+		perSecond = DefaultWritesPerSecond
+	}
+	if burst <= 0 {
+		burst = DefaultWriteBurst
+	}
+	return &writeLimit{limiter: rate.NewLimiter(rate.Limit(perSecond), burst)}
+}
+
+// writeLimit waits for a token before each write.
+type writeLimit struct {
+	limiter *rate.Limiter
+}
+
+func (w *writeLimit) Do(req *policy.Request) (*http.Response, error) {
+	switch req.Raw().Method {
+	case http.MethodGet, http.MethodHead:
+	default:
+		if err := w.limiter.Wait(req.Raw().Context()); err != nil {
+			return nil, err
+		}
+	}
+	return req.Next()
 }

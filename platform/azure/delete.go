@@ -23,7 +23,7 @@ func (p *Platform) DeleteMachine(ctx context.Context, m *platform.Machine) (bool
 	n := namesOf(m.ComputerName)
 	done, next, err := true, infrav1.MachineOperation{}, error(nil)
 	if op := hm.Status.Operation; !op.IsZero() {
-		done, next, err = p.resume(ctx, n, op)
+		done, _, next, err = p.resume(ctx, n, op)
 	}
 	if !done && err == nil {
 		return false, next, nil

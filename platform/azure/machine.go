@@ -68,10 +68,23 @@ func (p *Platform) EnsureMachine(ctx context.Context, m *platform.Machine) (plat
 		return platform.MachineState{}, fmt.Errorf("%w: spec.azure must be set: a HybridMachine is on its HybridCluster's platform, Azure", platform.ErrInvalid)
 	}
 	n := namesOf(m.ComputerName)
-	if op := hm.Status.Operation; !op.IsZero() {
-		done, next, err := p.resume(ctx, n, op)
+	op := hm.Status.Operation
+	if !op.IsZero() {
+		done, seen, next, err := p.resume(ctx, n, op)
 		if err != nil || !done {
 			return platform.MachineState{Operation: next}, err
+		}
+		if seen && op.Type == infrav1.MachineOperationCreateNetworkInterface {
+			// The NIC is made, and the VM was not there when it was
+			// started: If-None-Match keeps the VM's create from
+			// overwriting one made since.
+			return p.createVM(ctx, m, n)
+		}
+	} else if ptr.Deref(hm.Status.Initialization.Provisioned, false) {
+		// A resync of a running machine: the resource group's shared
+		// read says so without a read of its own.
+		if st, ok, err := p.viewed(ctx, hm, n); err != nil || ok {
+			return st, err
 		}
 	}
 
@@ -121,6 +134,11 @@ func (p *Platform) create(ctx context.Context, m *platform.Machine, n resourceNa
 	case state != "Succeeded":
 		return platform.MachineState{}, waitFor("network interface", n.nic, state)
 	}
+	return p.createVM(ctx, m, n)
+}
+
+// createVM makes the VM on its NIC, which is there.
+func (p *Platform) createVM(ctx context.Context, m *platform.Machine, n resourceNames) (platform.MachineState, error) {
 	if len(m.BootstrapData) == 0 {
 		return platform.MachineState{}, fmt.Errorf("%w: the Machine's bootstrap data is empty", platform.ErrInvalid)
 	}

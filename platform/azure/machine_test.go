@@ -44,7 +44,7 @@ type testEnv struct {
 	opts    *arm.ClientOptions
 }
 
-func newEnv(t *testing.T, o azuresim.Options) *testEnv {
+func newEnv(t testing.TB, o azuresim.Options) *testEnv {
 	t.Helper()
 	// capwin's retry settings with a short backoff, so that the tests do
 	// not wait out the SDK's one-second delays; what comes back to capwin
@@ -54,7 +54,7 @@ func newEnv(t *testing.T, o azuresim.Options) *testEnv {
 	return newEnvRetry(t, o, retry)
 }
 
-func newEnvRetry(t *testing.T, o azuresim.Options, retry policy.RetryOptions) *testEnv {
+func newEnvRetry(t testing.TB, o azuresim.Options, retry policy.RetryOptions) *testEnv {
 	t.Helper()
 	o.SubscriptionID = subscription
 	cloud := azuresim.New(o)
@@ -98,19 +98,24 @@ func newEnvRetry(t *testing.T, o azuresim.Options, retry policy.RetryOptions) *t
 }
 
 // platform returns a Platform with clients of its own, as a restarted
-// controller would have.
-func (e *testEnv) platform(t *testing.T) *azure.Platform {
+// controller would have, and no write limit: the limit is the
+// benchmark's to measure, and here it would only slow the tests down.
+func (e *testEnv) platform(t testing.TB) *azure.Platform {
 	t.Helper()
-	clients := azure.NewClients(azure.Options{
-		ClientOptions: e.opts,
-		NewCredential: func(azure.Credentials) (azcore.TokenCredential, error) { return azuresim.Credential(), nil },
-	})
-	p, err := azure.New(clients, e.secret, e.cluster)
+	return e.platformWith(t, azure.Options{WritesPerSecond: -1})
+}
+
+// platformWith is platform with the options o, sent to the simulated cloud.
+func (e *testEnv) platformWith(t testing.TB, o azure.Options) *azure.Platform {
+	t.Helper()
+	o.ClientOptions = e.opts
+	o.NewCredential = func(azure.Credentials) (azcore.TokenCredential, error) { return azuresim.Credential(), nil }
+	p, err := azure.New(azure.NewClients(o), e.secret, e.cluster)
 	must(t, err)
 	return p
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +123,7 @@ func must(t *testing.T, err error) {
 }
 
 // finish polls a poller of the test's own setup until it ends.
-func finish[T any](t *testing.T, p *runtime.Poller[T]) {
+func finish[T any](t testing.TB, p *runtime.Poller[T]) {
 	t.Helper()
 	for !p.Done() {
 		resp, err := p.Poll(t.Context())
@@ -609,5 +614,86 @@ func TestLateCreateFailureIsReported(t *testing.T) {
 	}
 	if !st.Operation.IsZero() {
 		t.Errorf("the failed create is still recorded: %v", st.Operation.Type)
+	}
+}
+
+// TestResyncReadsTheGroupOnce: once machines run, their resyncs share one
+// list of the resource group's VMs and one of its network interfaces, and
+// read nothing of their own.
+func TestResyncReadsTheGroupOnce(t *testing.T) {
+	e := newEnv(t, azuresim.Options{Polls: 1})
+	p := e.platform(t)
+	var ms []*platform.Machine
+	for i := range 3 {
+		m := windowsMachine(fmt.Sprintf("r-%d", i))
+		ensure(t, p, m)
+		ms = append(ms, m)
+	}
+	before := e.cloud.Calls()
+	for _, m := range ms {
+		st, err := p.EnsureMachine(t.Context(), m)
+		must(t, err)
+		if !st.Running || st.ProviderID == "" || len(st.Addresses) != 1 {
+			t.Errorf("%s: the resync reports %+v, want it running with its provider ID and address", m.HybridMachine.Name, st)
+		}
+	}
+	got := map[string]int{}
+	for api, n := range e.cloud.Calls() {
+		if d := n - before[api]; d != 0 {
+			got[api] = d
+		}
+	}
+	want := map[string]int{"VirtualMachinesClient.NewListPager": 1, "InterfacesClient.NewListPager": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("three resyncs sent %v, want %v", got, want)
+	}
+}
+
+// TestResyncOfAStoppedVMStartsIt: a VM stopped outside capwin is seen in
+// the group's read and looked at on its own, then started.
+func TestResyncOfAStoppedVMStartsIt(t *testing.T) {
+	e := newEnv(t, azuresim.Options{Polls: 1})
+	m := windowsMachine("stopped")
+	ensure(t, e.platform(t), m)
+	vms, err := armcompute.NewVirtualMachinesClient(subscription, azuresim.Credential(), e.opts)
+	must(t, err)
+	poller, err := vms.BeginPowerOff(t.Context(), group, "stopped", nil)
+	must(t, err)
+	finish(t, poller)
+
+	// A platform of its own: no earlier read of the group.
+	p := e.platform(t)
+	st, err := p.EnsureMachine(t.Context(), m)
+	must(t, err)
+	if st.Operation.Type != infrav1.MachineOperationPowerOn {
+		t.Fatalf("the resync of a stopped VM reports %+v, want a power-on in flight", st)
+	}
+	m.HybridMachine.Status.Operation = st.Operation
+	st, _ = ensure(t, p, m)
+	if !st.Running {
+		t.Errorf("after its power-on the VM reports %+v, want it running", st)
+	}
+	vm, err := vms.Get(t.Context(), group, "stopped", &armcompute.VirtualMachinesClientGetOptions{Expand: ptr.To(armcompute.InstanceViewTypesInstanceView)})
+	must(t, err)
+	if s := *vm.Properties.InstanceView.Statuses[len(vm.Properties.InstanceView.Statuses)-1].Code; s != "PowerState/running" {
+		t.Errorf("the VM is in %s, want PowerState/running", s)
+	}
+}
+
+// TestResyncOfADeletedVM: a provisioned machine whose VM is gone from the
+// group's read is looked at on its own, and reported gone.
+func TestResyncOfADeletedVM(t *testing.T) {
+	e := newEnv(t, azuresim.Options{})
+	m := windowsMachine("deleted")
+	ensure(t, e.platform(t), m)
+	vms, err := armcompute.NewVirtualMachinesClient(subscription, azuresim.Credential(), e.opts)
+	must(t, err)
+	poller, err := vms.BeginDelete(t.Context(), group, "deleted", nil)
+	must(t, err)
+	finish(t, poller)
+
+	_, err = e.platform(t).EnsureMachine(t.Context(), m)
+	if !errors.Is(err, platform.ErrMachineGone) {
+		t.Errorf("the resync of a deleted VM answered %v, want ErrMachineGone", err)
 	}
 }

@@ -17,10 +17,10 @@ import (
 
 // resume polls the operation recorded in status.operation once, through a
 // poller made from its resume token. It returns done once the operation
-// ended well (or can no longer be followed, and the resource is to be
-// looked at afresh), the operation to record while it runs, and
+// ended well (seen) or can no longer be followed (not seen: the resource
+// is to be looked at afresh), the operation to record while it runs, and
 // ErrOperationFailed when it failed.
-func (p *Platform) resume(ctx context.Context, n resourceNames, op infrav1.MachineOperation) (bool, infrav1.MachineOperation, error) {
+func (p *Platform) resume(ctx context.Context, n resourceNames, op infrav1.MachineOperation) (done, seen bool, next infrav1.MachineOperation, err error) {
 	switch op.Type {
 	case infrav1.MachineOperationCreateNetworkInterface:
 		poller, err := p.clients.interfaces.BeginCreateOrUpdate(ctx, p.group(), n.nic, armnetwork.Interface{}, &armnetwork.InterfacesClientBeginCreateOrUpdateOptions{ResumeToken: op.ID})
@@ -43,7 +43,7 @@ func (p *Platform) resume(ctx context.Context, n resourceNames, op infrav1.Machi
 	}
 	// Not an Azure operation (a status written by another platform's
 	// code): the resources are looked at afresh.
-	return true, infrav1.MachineOperation{}, nil
+	return true, false, infrav1.MachineOperation{}, nil
 }
 
 // started records an operation a Begin call started: its resume token,
@@ -74,25 +74,34 @@ func startedToken[T any](ctx context.Context, what string, poller *runtime.Polle
 }
 
 // pollOnce polls a resumed operation once. It returns done when the
-// operation ended well; an operation that failed is ErrOperationFailed
-// (and no operation to record); a poll Azure did not answer keeps op.
-func pollOnce[T any](ctx context.Context, what string, op infrav1.MachineOperation, poller *runtime.Poller[T], resumeErr error) (bool, infrav1.MachineOperation, error) {
-	done, token, err := pollToken(ctx, what, op.ID, poller, resumeErr)
+// operation ended well (seen) or can no longer be followed (not seen); an
+// operation that failed is ErrOperationFailed (and no operation to
+// record); a poll Azure did not answer keeps op.
+func pollOnce[T any](ctx context.Context, what string, op infrav1.MachineOperation, poller *runtime.Poller[T], resumeErr error) (done, seen bool, next infrav1.MachineOperation, err error) {
+	done, seen, token, err := pollSeen(ctx, what, op.ID, poller, resumeErr)
 	if token == "" {
-		return done, infrav1.MachineOperation{}, err
+		return done, seen, infrav1.MachineOperation{}, err
 	}
-	return done, infrav1.MachineOperation{Type: op.Type, ID: token}, err
+	return done, seen, infrav1.MachineOperation{Type: op.Type, ID: token}, err
 }
 
 // pollToken polls the operation of a resume token once. It returns done
-// when the operation ended well, and the token to record while it runs:
-// "" once it ended or failed (ErrOperationFailed), the same token when
-// Azure did not answer the poll.
+// when the operation ended well or can no longer be followed, and the
+// token to record while it runs: "" once it ended or failed
+// (ErrOperationFailed), the same token when Azure did not answer the poll.
 func pollToken[T any](ctx context.Context, what, token string, poller *runtime.Poller[T], resumeErr error) (bool, string, error) {
+	done, _, next, err := pollSeen(ctx, what, token, poller, resumeErr)
+	return done, next, err
+}
+
+// pollSeen is pollToken that also says whether the operation was seen to
+// end well (seen), rather than lost (its token unreadable, its status gone
+// from Azure), which is done too.
+func pollSeen[T any](ctx context.Context, what, token string, poller *runtime.Poller[T], resumeErr error) (done, seen bool, next string, err error) {
 	if resumeErr != nil {
 		// A token this build cannot read: the resource is looked at
 		// afresh instead.
-		return true, "", nil
+		return true, false, "", nil
 	}
 	if !poller.Done() {
 		resp, err := poller.Poll(ctx)
@@ -103,31 +112,31 @@ func pollToken[T any](ctx context.Context, what, token string, poller *runtime.P
 		if statusGone(err) {
 			// Azure no longer keeps the operation's status: the
 			// resource says how it ended.
-			return true, "", nil
+			return true, false, "", nil
 		}
 		if err != nil {
 			if failed(err) {
-				return false, "", fmt.Errorf("%w: %w", platform.ErrOperationFailed, classify(what, err))
+				return false, false, "", fmt.Errorf("%w: %w", platform.ErrOperationFailed, classify(what, err))
 			}
-			return false, token, classify("polling: "+what, err)
+			return false, false, token, classify("polling: "+what, err)
 		}
 	}
 	if !poller.Done() {
 		next, err := poller.ResumeToken()
 		if err != nil {
-			return false, token, fmt.Errorf("recording the operation %s: %w", what, err)
+			return false, false, token, fmt.Errorf("recording the operation %s: %w", what, err)
 		}
-		return false, next, nil
+		return false, false, next, nil
 	}
 	if _, err := poller.Result(ctx); err != nil {
 		if !failed(err) {
 			// The result could not be read (throttled, a server
 			// error): read again from the same token.
-			return false, token, classify("reading the result: "+what, err)
+			return false, false, token, classify("reading the result: "+what, err)
 		}
-		return false, "", fmt.Errorf("%w: %w", platform.ErrOperationFailed, classify(what, err))
+		return false, false, "", fmt.Errorf("%w: %w", platform.ErrOperationFailed, classify(what, err))
 	}
-	return true, "", nil
+	return true, true, "", nil
 }
 
 // failed reports whether an operation's error is its own failure (ARM's

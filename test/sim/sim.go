@@ -190,7 +190,9 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 		return s, fmt.Errorf("starting the API servers: %w", err)
 	}
 	if opts.Platform == PlatformAzure {
-		s.Azure = azuresim.New(azuresim.Options{SubscriptionID: AzureSubscription, Polls: 1})
+		// ARM's refill of writes for a principal in a subscription;
+		// capwin's clients keep under it by default.
+		s.Azure = azuresim.New(azuresim.Options{SubscriptionID: AzureSubscription, Polls: 1, WritesPerSecond: 10})
 	} else if s.VCenter, err = startVCenter(); err != nil {
 		return s, err
 	}

@@ -33,6 +33,9 @@ func (c *Cloud) computeServers() *computefake.ServerFactory {
 			Get:                 c.getVM,
 			BeginDelete:         c.deleteVM,
 			NewListPager:        c.listVMs,
+			BeginStart:          c.startVM,
+			BeginPowerOff:       c.powerOffVM,
+			BeginDeallocate:     c.deallocateVM,
 		},
 		DisksServer: computefake.DisksServer{
 			Get:                         c.getDisk,
@@ -377,8 +380,9 @@ func (c *Cloud) getVM(_ context.Context, rg, name string, o *armcompute.VirtualM
 	return resp, errResponder(nil)
 }
 
-// listVMs returns the VMs of a resource group in one page.
-func (c *Cloud) listVMs(rg string, _ *armcompute.VirtualMachinesClientListOptions) azfake.PagerResponder[armcompute.VirtualMachinesClientListResponse] {
+// listVMs returns the VMs of a resource group, listPageSize to a page,
+// with their instance views when expand=instanceView.
+func (c *Cloud) listVMs(rg string, o *armcompute.VirtualMachinesClientListOptions) azfake.PagerResponder[armcompute.VirtualMachinesClientListResponse] {
 	var resp azfake.PagerResponder[armcompute.VirtualMachinesClientListResponse]
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -387,11 +391,14 @@ func (c *Cloud) listVMs(rg string, _ *armcompute.VirtualMachinesClientListOption
 		resp.AddError(e)
 		return resp
 	}
-	var page armcompute.VirtualMachinesClientListResponse
+	expand := o != nil && o.Expand != nil && strings.EqualFold(string(*o.Expand), string(armcompute.ExpandTypeForListVMsInstanceView))
+	var all []*armcompute.VirtualMachine
 	for _, vm := range inGroup(c.vms, key(deref(g.ID))) {
-		page.Value = append(page.Value, ptr(vmView(vm, false)))
+		all = append(all, ptr(vmView(vm, expand)))
 	}
-	resp.AddPage(http.StatusOK, page, nil)
+	for _, chunk := range pages(all) {
+		resp.AddPage(http.StatusOK, armcompute.VirtualMachinesClientListResponse{VirtualMachineListResult: armcompute.VirtualMachineListResult{Value: chunk}}, nil)
+	}
 	return resp
 }
 
@@ -536,4 +543,76 @@ func imageKey(r *armcompute.ImageReference) string {
 	}
 	return strings.ToLower(strings.Join([]string{deref(r.ID), deref(r.SharedGalleryImageID), deref(r.CommunityGalleryImageID),
 		deref(r.Publisher), deref(r.Offer), deref(r.SKU), deref(r.Version)}, "|"))
+}
+
+// startVM starts a VM; powerOffVM and deallocateVM stop it. The VM is
+// Updating until the operation ends, then Succeeded in its new power state.
+func (c *Cloud) startVM(ctx context.Context, rg, name string, _ *armcompute.VirtualMachinesClientBeginStartOptions) (azfake.PollerResponder[armcompute.VirtualMachinesClientStartResponse], azfake.ErrorResponder) {
+	return powerVM[armcompute.VirtualMachinesClientStartResponse](ctx, c, rg, name, "running")
+}
+
+func (c *Cloud) powerOffVM(ctx context.Context, rg, name string, _ *armcompute.VirtualMachinesClientBeginPowerOffOptions) (azfake.PollerResponder[armcompute.VirtualMachinesClientPowerOffResponse], azfake.ErrorResponder) {
+	return powerVM[armcompute.VirtualMachinesClientPowerOffResponse](ctx, c, rg, name, "stopped")
+}
+
+func (c *Cloud) deallocateVM(ctx context.Context, rg, name string, _ *armcompute.VirtualMachinesClientBeginDeallocateOptions) (azfake.PollerResponder[armcompute.VirtualMachinesClientDeallocateResponse], azfake.ErrorResponder) {
+	return powerVM[armcompute.VirtualMachinesClientDeallocateResponse](ctx, c, rg, name, "deallocated")
+}
+
+func powerVM[T any](ctx context.Context, c *Cloud, rg, name, power string) (azfake.PollerResponder[T], azfake.ErrorResponder) {
+	var resp azfake.PollerResponder[T]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, e := c.group(rg, true)
+	if e != nil {
+		return resp, errResponder(e)
+	}
+	id := c.resourceID(deref(g.Name), typeVM, name)
+	k := key(id)
+	vm := c.vms[k]
+	if vm == nil {
+		return resp, errResponder(notFound(typeVM, name, rg))
+	}
+	if e := c.notDeleting(k, id); e != nil {
+		return resp, errResponder(e)
+	}
+	if c.pending[k] != 0 {
+		return resp, errResponder(errf(http.StatusConflict, "OperationNotAllowed", "", "Operation on VM %s is not allowed while another operation on it is in progress.", name))
+	}
+	before := powerOf(vm)
+	setVMState(vm, "Updating", false)
+	setPower(vm, before)
+	c.startOp(ctx, k, func() {
+		setVMState(vm, "Succeeded", false)
+		setPower(vm, power)
+	})
+	var zero T
+	return lro(c, http.StatusAccepted, zero), errResponder(nil)
+}
+
+// powerOf is the VM's power state ("running", "stopped", ...), or "".
+func powerOf(vm *armcompute.VirtualMachine) string {
+	if vm.Properties.InstanceView == nil {
+		return ""
+	}
+	for _, st := range vm.Properties.InstanceView.Statuses {
+		if code := deref(st.Code); strings.HasPrefix(code, "PowerState/") {
+			return strings.TrimPrefix(code, "PowerState/")
+		}
+	}
+	return ""
+}
+
+// setPower sets the VM's PowerState status; "" leaves it without one.
+func setPower(vm *armcompute.VirtualMachine, power string) {
+	if power == "" {
+		return
+	}
+	display := map[string]string{"running": "VM running", "stopped": "VM stopped", "deallocated": "VM deallocated"}[power]
+	iv := vm.Properties.InstanceView
+	iv.Statuses = append(iv.Statuses, &armcompute.InstanceViewStatus{
+		Code:          ptr("PowerState/" + power),
+		DisplayStatus: ptr(display),
+		Level:         ptr(armcompute.StatusLevelTypesInfo),
+	})
 }

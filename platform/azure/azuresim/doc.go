@@ -40,6 +40,13 @@
 //   - The SDK's fake servers keep one operation per resource path: a second
 //     write to a resource while one runs is taken for a poll of the first,
 //     and is neither validated nor refused as Azure might (409).
+//   - A list of VMs with $expand=instanceView returns every VM's instance
+//     view. Azure's API reference says that expansion needs a $filter; a
+//     client must not count on it (capwin falls back to a GET of the VM
+//     when a listed VM has no instance view).
+//   - Writes share one token bucket (Options.WritesPerSecond); ARM keeps
+//     separate buckets for writes and deletes, and the compute resource
+//     provider has limits of its own per API.
 //
 // Like Azure, GET never returns a VM's osProfile.adminPassword or
 // osProfile.customData; the inspection methods (Cloud.VirtualMachines) and

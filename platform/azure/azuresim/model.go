@@ -26,8 +26,8 @@ type Options struct {
 	// Polls is how many polls each long-running write needs before it ends;
 	// with 0 the response to the Begin request is already terminal.
 	Polls int
-	// WritesPerSecond, when > 0, limits PUT, PATCH and DELETE requests (not
-	// polls, not GETs) with a token bucket of this rate. A write over the
+	// WritesPerSecond, when > 0, limits PUT, PATCH, POST and DELETE
+	// requests (not polls, not GETs) with one token bucket of this rate. A write over the
 	// limit gets 429 TooManyRequests with a Retry-After header holding the
 	// whole seconds until a token is free (at least 1).
 	WritesPerSecond float64

@@ -161,7 +161,8 @@ func (c *Cloud) getNIC(_ context.Context, rg, name string, _ *armnetwork.Interfa
 	return resp, errResponder(nil)
 }
 
-// listNICs returns the network interfaces of a resource group in one page.
+// listNICs returns the network interfaces of a resource group,
+// listPageSize to a page.
 func (c *Cloud) listNICs(rg string, _ *armnetwork.InterfacesClientListOptions) azfake.PagerResponder[armnetwork.InterfacesClientListResponse] {
 	var resp azfake.PagerResponder[armnetwork.InterfacesClientListResponse]
 	c.mu.Lock()
@@ -171,11 +172,13 @@ func (c *Cloud) listNICs(rg string, _ *armnetwork.InterfacesClientListOptions) a
 		resp.AddError(e)
 		return resp
 	}
-	var page armnetwork.InterfacesClientListResponse
+	var all []*armnetwork.Interface
 	for _, n := range inGroup(c.nics, key(deref(g.ID))) {
-		page.Value = append(page.Value, ptr(clone(*n)))
+		all = append(all, ptr(clone(*n)))
 	}
-	resp.AddPage(http.StatusOK, page, nil)
+	for _, chunk := range pages(all) {
+		resp.AddPage(http.StatusOK, armnetwork.InterfacesClientListResponse{InterfaceListResult: armnetwork.InterfaceListResult{Value: chunk}}, nil)
+	}
 	return resp
 }
 
@@ -315,4 +318,20 @@ func inGroup[T any](m map[string]*T, gk string) []*T {
 		out = append(out, m[k])
 	}
 	return out
+}
+
+// listPageSize is how many resources a page of a list holds, so that a
+// client follows nextLink as it must with ARM, whose pages are of its own
+// size.
+const listPageSize = 50
+
+// pages splits a list into pages of listPageSize; an empty list is one
+// empty page.
+func pages[T any](all []*T) [][]*T {
+	out := [][]*T{}
+	for len(all) > listPageSize {
+		out = append(out, all[:listPageSize])
+		all = all[listPageSize:]
+	}
+	return append(out, all)
 }

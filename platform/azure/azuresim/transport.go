@@ -40,13 +40,15 @@ type transport struct {
 	resources *resourcesfake.ServerFactoryTransport
 	byClient  map[string]policy.Transporter // client name ("InterfacesClient") → fake
 
-	mu       sync.Mutex
-	fault    func(req *http.Request) *http.Response
-	calls    map[string]int
-	writes   int
-	inflight map[string]func() // operation key → commit
-	tokens   float64
-	refilled time.Time
+	mu     sync.Mutex
+	fault  func(req *http.Request) *http.Response
+	calls  map[string]int
+	writes int
+	// throttled counts the writes answered 429 by the write limit.
+	throttled int
+	inflight  map[string]func() // operation key → commit
+	tokens    float64
+	refilled  time.Time
 }
 
 func newTransport(c *Cloud) *transport {
@@ -118,19 +120,27 @@ func (c *Cloud) Calls() map[string]int {
 	return out
 }
 
-// Writes returns how many PUT, PATCH and DELETE requests reached the model,
-// that is were neither faulted nor throttled.
+// Writes returns how many PUT, PATCH, POST and DELETE requests (not
+// polls) reached the model, that is were neither faulted nor throttled.
 func (c *Cloud) Writes() int {
 	c.tr.mu.Lock()
 	defer c.tr.mu.Unlock()
 	return c.tr.writes
 }
 
+// Throttled returns how many writes the write limit (WritesPerSecond)
+// answered with 429; faults set with SetFault do not count.
+func (c *Cloud) Throttled() int {
+	c.tr.mu.Lock()
+	defer c.tr.mu.Unlock()
+	return c.tr.throttled
+}
+
 // Do implements policy.Transporter.
 func (t *transport) Do(req *http.Request) (*http.Response, error) {
 	api, _ := req.Context().Value(runtime.CtxAPINameKey{}).(string)
 	isPoll := strings.HasSuffix(req.URL.Path, pollSuffix)
-	isWrite := req.Method == http.MethodPut || req.Method == http.MethodPatch || req.Method == http.MethodDelete
+	isWrite := !isPoll && req.Method != http.MethodGet && req.Method != http.MethodHead
 	opKey := api + " " + strings.ToLower(strings.TrimSuffix(req.URL.Path, pollSuffix))
 
 	t.mu.Lock()
@@ -158,6 +168,9 @@ func (t *transport) Do(req *http.Request) (*http.Response, error) {
 	}
 	if isWrite {
 		if wait, ok := t.takeToken(); !ok {
+			t.mu.Lock()
+			t.throttled++
+			t.mu.Unlock()
 			h := http.Header{}
 			h.Set("Retry-After", strconv.Itoa(wait))
 			return errorResponse(req, errf(http.StatusTooManyRequests, "TooManyRequests", "",
