@@ -57,7 +57,7 @@ func startAzureClusterController(t *testing.T, cloud *azuresim.Cloud, ns string)
 // TestAzureClusterInfrastructure: an Azure HybridCluster in an empty
 // subscription gets its resource group, network and API server load
 // balancer through recorded operations, its control plane endpoint and
-// its provisioned mark; deleted, it takes the resource group capwin made
+// its provisioned mark and its zones as failure domains; deleted, it takes the resource group capwin made
 // with it.
 func TestAzureClusterInfrastructure(t *testing.T) {
 	g := NewWithT(t)
@@ -81,6 +81,7 @@ func TestAzureClusterInfrastructure(t *testing.T) {
 		Network: infrav1.AzureNetworkSpec{VNetName: "win1-vnet", CIDRBlocks: []string{"10.1.0.0/16"}, Subnets: []infrav1.AzureSubnet{
 			{Name: "cp", Role: infrav1.SubnetControlPlane, CIDRBlock: "10.1.0.0/24"}, {Name: "nodes", Role: infrav1.SubnetNode, CIDRBlock: "10.1.1.0/24"}}},
 		IdentityRef: infrav1.IdentityReference{Kind: infrav1.SecretIdentity, Name: "azure-creds"},
+		Zones:       []string{"1", "2"},
 	}
 	g.Expect(env.Client.Create(ctx, hc)).To(Succeed())
 
@@ -99,6 +100,7 @@ func TestAzureClusterInfrastructure(t *testing.T) {
 		g.Expect(got.Spec.ControlPlaneEndpoint.Host).To(HavePrefix("20."))
 		g.Expect(conditions.IsTrue(got, infrav1.HybridClusterInfrastructureProvisionedCondition)).To(BeTrue())
 		g.Expect(conditions.IsTrue(got, infrav1.HybridClusterReadyCondition)).To(BeTrue())
+		g.Expect(got.Status.FailureDomains).To(Equal([]clusterv1.FailureDomain{{Name: "1", ControlPlane: ptr.To(true)}, {Name: "2", ControlPlane: ptr.To(true)}}), "the zones are the failure domains")
 	}, eventually, 20*time.Millisecond).Should(Succeed())
 	if !sawOperation {
 		// Each lasts a reconcile's OperationPoll (100 ms); the test

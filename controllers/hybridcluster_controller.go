@@ -154,6 +154,7 @@ func (r *HybridClusterReconciler) reconcileNormal(ctx context.Context, hc *infra
 		return ctrl.Result{RequeueAfter: r.operationPoll()}, nil
 	}
 	setInfrastructureProvisioned(hc, metav1.Condition{Status: metav1.ConditionTrue, Reason: infrav1.HybridClusterInfrastructureProvisionedReason})
+	hc.Status.FailureDomains = st.FailureDomains
 	hc.Status.Initialization.Provisioned = ptr.To(true)
 	return ctrl.Result{}, nil
 }

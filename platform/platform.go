@@ -88,6 +88,9 @@ type ClusterState struct {
 	// control plane (Azure's API server load balancer), for
 	// spec.controlPlaneEndpoint; empty when it made none.
 	ControlPlaneEndpoint clusterv1.APIEndpoint
+	// FailureDomains are where machines can be placed, for
+	// status.failureDomains; empty when the platform offers none.
+	FailureDomains []clusterv1.FailureDomain
 }
 
 // Ready reports whether machines can be made.

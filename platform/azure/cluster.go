@@ -124,8 +124,19 @@ func (p *Platform) resources() []shared {
 // without capwin's tag) a security group per subnet role, the Node
 // subnets' route table and the virtual network with its subnets, then the
 // API server's public IP address and load balancer. It reports the
-// endpoint of that load balancer once its address is known.
+// endpoint of that load balancer once its address is known, and, once
+// machines can be made, spec.azure.zones as failure domains.
 func (p *Platform) EnsureCluster(ctx context.Context) (platform.ClusterState, error) {
+	st, err := p.ensureCluster(ctx)
+	if err == nil && st.Ready() {
+		for _, zone := range p.cluster.Spec.Azure.Zones {
+			st.FailureDomains = append(st.FailureDomains, clusterv1.FailureDomain{Name: zone, ControlPlane: ptr.To(true)})
+		}
+	}
+	return st, err
+}
+
+func (p *Platform) ensureCluster(ctx context.Context) (platform.ClusterState, error) {
 	all := p.resources()
 	if op := p.cluster.Status.Operation; !op.IsZero() {
 		done, next, err := p.resumeShared(ctx, all, op)

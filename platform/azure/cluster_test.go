@@ -2,6 +2,7 @@ package azure_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -153,10 +154,21 @@ func TestClusterInfrastructureMadeAndDeleted(t *testing.T) {
 		t.Fatalf("control plane endpoint %+v; want the public IP address and port 6443", ep)
 	}
 
-	// Ready: a second call makes nothing.
+	// Ready: a second call makes nothing, and reports the zones as
+	// failure domains.
 	before := e.cloud.Writes()
-	if st, err := e.platform(t).EnsureCluster(t.Context()); err != nil || !st.Ready() || st.ControlPlaneEndpoint != ep {
+	e.cluster.Spec.Azure.Zones = []string{"1", "3"}
+	st, err := e.platform(t).EnsureCluster(t.Context())
+	if err != nil || !st.Ready() || st.ControlPlaneEndpoint != ep {
 		t.Fatalf("again: %+v, %v", st, err)
+	}
+	want = []string{"1 true", "3 true"}
+	var got []string
+	for _, fd := range st.FailureDomains {
+		got = append(got, fmt.Sprintf("%s %v", fd.Name, ptr.Deref(fd.ControlPlane, false)))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("failure domains %v, want %v (name, for the control plane)", got, want)
 	}
 	if w := e.cloud.Writes(); w != before {
 		t.Errorf("a ready cluster's EnsureCluster wrote %d times", w-before)

@@ -38,6 +38,20 @@ type AzureClusterSpec struct {
 	// +optional
 	APIServerLoadBalancer AzureAPIServerLoadBalancer `json:"apiServerLoadBalancer,omitempty"`
 
+	// zones are the location's availability zones that machines are spread
+	// over. Each becomes one of status.failureDomains, for control-plane
+	// machines too: a KubeadmControlPlane spreads its machines over them,
+	// and a MachineDeployment's failureDomain names one for its machines.
+	// A Machine's failureDomain puts its VM in that zone. Empty: no failure
+	// domains, and VMs are in no zone unless their Machine names one. Azure
+	// says which zones a VM size has in a location (az vm list-skus); a
+	// zone it lacks fails the VM's create.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:items:Enum="1";"2";"3"
+	Zones []string `json:"zones,omitempty"`
+
 	// identityRef names the credentials: a Secret in the HybridCluster's
 	// namespace, or a HybridClusterIdentity whose allowedNamespaces admit
 	// this namespace. The Secret's key type is ServicePrincipal (the

@@ -45,8 +45,8 @@ type HybridClusterStatus struct {
 	// +optional
 	Initialization HybridClusterInitializationStatus `json:"initialization,omitempty,omitzero"`
 
-	// failureDomains are the places machines can be spread over (vSphere
-	// compute clusters or Azure availability zones).
+	// failureDomains are the places machines can be spread over: on Azure,
+	// the availability zones of spec.azure.zones. None on vSphere yet.
 	// +optional
 	// +listType=map
 	// +listMapKey=name

@@ -40,6 +40,11 @@ func (in *AllowedNamespaces) DeepCopy() *AllowedNamespaces {
 func (in *AzureClusterSpec) DeepCopyInto(out *AzureClusterSpec) {
 	*out = *in
 	in.Network.DeepCopyInto(&out.Network)
+	if in.Zones != nil {
+		in, out := &in.Zones, &out.Zones
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	out.IdentityRef = in.IdentityRef
 }
 
