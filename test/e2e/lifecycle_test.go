@@ -219,12 +219,17 @@ func TestPausedClusterChangesNothing(t *testing.T) {
 
 func setPaused(t testing.TB, o sim.ClusterOptions, paused bool) {
 	t.Helper()
+	setPausedOn(t, s, o, paused)
+}
+
+func setPausedOn(t testing.TB, sm *sim.Sim, o sim.ClusterOptions, paused bool) {
+	t.Helper()
 	g := NewWithT(t)
 	c := &clusterv1.Cluster{}
-	g.Expect(s.Management.Client.Get(t.Context(), client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, c)).To(Succeed())
+	g.Expect(sm.Management.Client.Get(t.Context(), client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, c)).To(Succeed())
 	patch := client.MergeFrom(c.DeepCopy())
 	c.Spec.Paused = ptr.To(paused)
-	g.Expect(s.Management.Client.Patch(t.Context(), c, patch)).To(Succeed())
+	g.Expect(sm.Management.Client.Patch(t.Context(), c, patch)).To(Succeed())
 }
 
 // TestClusterDeletionLeavesNothing deletes a cluster with Windows workers:
