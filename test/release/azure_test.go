@@ -7,6 +7,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 )
 
 // azureCloudConfig is what the flavor's azure.json must say for
@@ -31,13 +33,10 @@ func checkAzureCloudProvider(t *testing.T, objs, addons []*unstructured.Unstruct
 	cluster := clusterOf(objs)
 	g.Expect(cluster).NotTo(BeNil(), "the flavor's Cluster")
 	g.Expect(cluster.GetLabels()).To(HaveKeyWithValue("capwin.io/azure-cloud-provider", "win1"))
-	var crs, hc *unstructured.Unstructured
+	var crs *unstructured.Unstructured
 	for _, o := range objs {
-		switch {
-		case o.GetKind() == "ClusterResourceSet" && o.GetName() == "win1-azure-cloud-provider":
+		if o.GetKind() == "ClusterResourceSet" && o.GetName() == "win1-azure-cloud-provider" {
 			crs = o
-		case o.GetKind() == "HybridCluster":
-			hc = o
 		}
 	}
 	g.Expect(crs).NotTo(BeNil(), "a ClusterResourceSet for cloud-provider-azure")
@@ -48,8 +47,12 @@ func checkAzureCloudProvider(t *testing.T, objs, addons []*unstructured.Unstruct
 		map[string]any{"kind": "Secret", "name": "win1-azure-cloud-config"},
 		map[string]any{"kind": "ConfigMap", "name": "win1-azure-cloud-provider"},
 	))
-	g.Expect(hc).NotTo(BeNil())
-	endpoint, _, _ := unstructured.NestedMap(hc.Object, "spec", "controlPlaneEndpoint")
+	// capwin names the security groups and the route table it makes after
+	// the HybridCluster (docs/azure.md), and azure.json names them after
+	// the Cluster: the two names must be one.
+	hcName, hc := infrastructureCluster(t, objs)
+	g.Expect(hcName).To(Equal("win1"), "the HybridCluster is named as its Cluster")
+	endpoint, _, _ := unstructured.NestedMap(hc, "controlPlaneEndpoint")
 	g.Expect(endpoint).To(BeEmpty(), "capwin sets the endpoint to its load balancer's address")
 
 	found := map[string]*unstructured.Unstructured{}
@@ -96,12 +99,12 @@ func checkAzureCloudProvider(t *testing.T, objs, addons []*unstructured.Unstruct
 		// The names capwin gives the Node subnets' security group and
 		// route table (docs/azure.md); test/e2e checks them against the
 		// resources capwin makes.
-		SubnetName: "node", SecurityGroupName: "win1-node-nsg", RouteTableName: "win1-node-routetable",
+		SubnetName: "node", SecurityGroupName: hcName + "-node-nsg", RouteTableName: hcName + "-node-routetable",
 		LoadBalancerSku: "Standard", UseInstanceMetadata: true,
 	}))
-	vnet, _, _ := unstructured.NestedString(hc.Object, "spec", "azure", "network", "vnetName")
+	vnet, _, _ := unstructured.NestedString(hc, "azure", "network", "vnetName")
 	g.Expect(vnet).To(Equal(conf.VNetName))
-	subnets, _, _ := unstructured.NestedSlice(hc.Object, "spec", "azure", "network", "subnets")
+	subnets, _, _ := unstructured.NestedSlice(hc, "azure", "network", "subnets")
 	g.Expect(subnets).To(ContainElement(And(HaveKeyWithValue("name", conf.SubnetName), HaveKeyWithValue("role", "Node"))))
 }
 
@@ -123,23 +126,148 @@ func checkAzureResourceGroup(t *testing.T, generate func(name string, vars map[s
 	t.Helper()
 	g := NewWithT(t)
 	objs := generate("win4", map[string]string{"AZURE_RESOURCE_GROUP": "shared-rg"})
+	_, hc := infrastructureCluster(t, objs)
+	rg, _, _ := unstructured.NestedString(hc, "azure", "resourceGroup")
+	g.Expect(rg).To(Equal("shared-rg"), "the HybridCluster's resource group")
 	checked := 0
 	for _, o := range objs {
-		switch {
-		case o.GetKind() == "HybridCluster":
-			rg, _, _ := unstructured.NestedString(o.Object, "spec", "azure", "resourceGroup")
-			g.Expect(rg).To(Equal("shared-rg"))
-			checked++
-		case o.GetKind() == "Secret" && o.GetName() == "win4-azure-cloud-config":
-			data, _, _ := unstructured.NestedStringMap(o.Object, "stringData")
-			for _, doc := range data {
-				for _, a := range decode(t, []byte(doc)) {
-					conf := azureCloudConfigOf(t, a)
-					g.Expect([]string{conf.ResourceGroup, conf.VNetResourceGroup}).To(Equal([]string{"shared-rg", "shared-rg"}))
-					checked++
-				}
+		if o.GetKind() != "Secret" || o.GetName() != "win4-azure-cloud-config" {
+			continue
+		}
+		for _, doc := range secretData(t, o) {
+			for _, a := range decode(t, []byte(doc)) {
+				conf := azureCloudConfigOf(t, a)
+				g.Expect([]string{conf.ResourceGroup, conf.VNetResourceGroup}).To(Equal([]string{"shared-rg", "shared-rg"}))
+				checked++
 			}
 		}
 	}
-	g.Expect(checked).To(Equal(2))
+	g.Expect(checked).To(Equal(1), "the cloud provider's azure.json")
+}
+
+// checkAzureFlavorValues follows the values of the Azure flavors'
+// clusterctl variables (flavorVariables, with vars over them, and the
+// flavors' defaults for the rest) into the objects of a cluster generated
+// with them, objs: the HybridCluster (for clusterclass-azure-windows, the
+// class's HybridClusterTemplate as the Cluster gets it), the machine
+// templates of the control plane, the Linux and the Windows workers (the
+// class's, patched), the Windows workers' CNI, and the cloud provider's
+// azure.json and arguments, which must name the HybridCluster's network.
+func checkAzureFlavorValues(t *testing.T, objs []*unstructured.Unstructured, vars map[string]string) {
+	t.Helper()
+	g := NewWithT(t)
+	cluster := clusterOf(objs)
+	g.Expect(cluster).NotTo(BeNil())
+	name := cluster.GetName()
+	value := func(v, def string) string {
+		if s, ok := vars[v]; ok {
+			return s
+		}
+		if s, ok := flavorVariables[v]; ok {
+			return s
+		}
+		return def
+	}
+	forwarding := value("AZURE_ENABLE_IP_FORWARDING", "false") == "true"
+
+	hcName, hc := infrastructureCluster(t, objs)
+	g.Expect(hcName).To(Equal(name))
+	g.Expect(hc["azure"]).To(Equal(map[string]any{
+		"subscriptionID": value("AZURE_SUBSCRIPTION_ID", ""),
+		"location":       value("AZURE_LOCATION", ""),
+		"resourceGroup":  value("AZURE_RESOURCE_GROUP", name),
+		"network": map[string]any{
+			"vnetName":   name + "-vnet",
+			"cidrBlocks": []any{value("AZURE_VNET_CIDR", "10.0.0.0/16")},
+			"subnets": []any{
+				map[string]any{"name": "control-plane", "role": "ControlPlane", "cidrBlock": value("AZURE_CONTROL_PLANE_SUBNET_CIDR", "10.0.0.0/24")},
+				map[string]any{"name": "node", "role": "Node", "cidrBlock": value("AZURE_NODE_SUBNET_CIDR", "10.0.1.0/24")},
+			},
+		},
+		"identityRef": map[string]any{"kind": "Secret", "name": name + "-azure-credentials"},
+	}), "cluster %s: the HybridCluster's spec.azure", name)
+	var identity *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Secret" && o.GetName() == name+"-azure-credentials" {
+			identity = o
+		}
+	}
+	g.Expect(identity).NotTo(BeNil(), "the Secret the HybridCluster's identityRef names")
+	creds := secretData(t, identity)
+	g.Expect(creds).To(Equal(map[string]string{
+		"type": "ServicePrincipal", "tenantID": value("AZURE_TENANT_ID", ""),
+		"clientID": value("AZURE_CLIENT_ID", ""), "clientSecret": value("AZURE_CLIENT_SECRET", ""),
+	}))
+
+	linuxImage := map[string]any{"id": value("AZURE_LINUX_IMAGE_ID", "")}
+	want := map[string]struct {
+		vmSize  string
+		image   map[string]any
+		windows bool
+	}{
+		"control-plane": {value("AZURE_CONTROL_PLANE_MACHINE_TYPE", "Standard_D2s_v5"), linuxImage, false},
+		"linux":         {value("AZURE_NODE_MACHINE_TYPE", "Standard_D2s_v5"), linuxImage, false},
+		"windows": {value("AZURE_WINDOWS_MACHINE_TYPE", "Standard_D4s_v5"), map[string]any{"computeGallery": map[string]any{
+			"resourceGroup": value("AZURE_GALLERY_RESOURCE_GROUP", ""), "gallery": value("AZURE_GALLERY_NAME", ""),
+			"name": value("AZURE_WINDOWS_IMAGE_NAME", "capwin-windows-2022"), "version": value("AZURE_WINDOWS_IMAGE_VERSION", ""),
+		}}, true},
+	}
+	machines := machineTemplates(t, objs)
+	g.Expect(machines).To(HaveLen(len(want)))
+	for role, w := range want {
+		m := machines[role]
+		g.Expect(m).NotTo(BeNil(), "the %s machines' template", role)
+		spec, _, _ := unstructured.NestedMap(m.Object, "spec", "template", "spec")
+		os, _ := spec["os"].(map[string]any)
+		azure, _ := spec["azure"].(map[string]any)
+		g.Expect(azure).To(HaveKeyWithValue("vmSize", w.vmSize), "cluster %s: the %s machines' VM size", name, role)
+		g.Expect(azure).To(HaveKeyWithValue("image", w.image), "cluster %s: the %s machines' image", name, role)
+		g.Expect(azure).To(HaveKeyWithValue("enableIPForwarding", forwarding), "cluster %s: the %s machines' IP forwarding", name, role)
+		if !w.windows {
+			g.Expect(os).To(Equal(map[string]any{"type": "Linux"}))
+			g.Expect(azure).To(HaveKeyWithValue("sshPublicKey", value("AZURE_SSH_PUBLIC_KEY", "")), "cluster %s: the %s machines' SSH key", name, role)
+			g.Expect(azure).NotTo(HaveKey("licenseType"))
+			continue
+		}
+		release := value("WINDOWS_RELEASE", "ltsc2022")
+		g.Expect(os).To(HaveKeyWithValue("type", "Windows"))
+		g.Expect(os).To(HaveKeyWithValue("windowsRelease", release), "cluster %s: the Windows workers' release", name)
+		if build, ok := os["windowsBuild"]; ok {
+			want, _ := infrav1.WindowsRelease(release).Build()
+			g.Expect(build).To(Equal(want), "cluster %s: a Windows build, where set, is the release's", name)
+		}
+		g.Expect(azure).To(HaveKeyWithValue("licenseType", value("AZURE_WINDOWS_LICENSE_TYPE", "None")), "cluster %s: the Windows workers' license", name)
+		g.Expect(azure).NotTo(HaveKey("sshPublicKey"), "Azure takes no SSH key for a Windows VM")
+	}
+
+	cni := value("WINDOWS_CNI", "flannel")
+	g.Expect(cluster.GetLabels()).To(HaveKeyWithValue("capwin.io/cni", cni), "the label that chooses the Linux side's ClusterResourceSet")
+	windowsConfig := windowsConfigTemplate(t, objs)
+	got, _, _ := unstructured.NestedString(windowsConfig.Object, "spec", "template", "spec", "network", "cni")
+	g.Expect(got).To(Equal(cni), "cluster %s: the Windows workers' CNI", name)
+
+	addons := resourceSetAddons(t, objs, func(sel map[string]string) bool { return sel["capwin.io/azure-cloud-provider"] == name })
+	var conf *azureCloudConfig
+	var args []any
+	for _, a := range addons {
+		switch {
+		case a.GetKind() == "Secret" && a.GetName() == "azure-cloud-provider":
+			c := azureCloudConfigOf(t, a)
+			conf = &c
+		case a.GetKind() == "Deployment" && a.GetName() == "cloud-controller-manager":
+			containers, _, _ := unstructured.NestedSlice(a.Object, "spec", "template", "spec", "containers")
+			g.Expect(containers).To(HaveLen(1))
+			args, _ = containers[0].(map[string]any)["args"].([]any)
+		}
+	}
+	g.Expect(conf).NotTo(BeNil(), "cluster %s: azure.json", name)
+	azure := hc["azure"].(map[string]any)
+	network := azure["network"].(map[string]any)
+	g.Expect([]any{conf.SubscriptionID, conf.Location, conf.ResourceGroup, conf.VNetName}).To(Equal([]any{
+		azure["subscriptionID"], azure["location"], azure["resourceGroup"], network["vnetName"],
+	}), "cluster %s: azure.json names the HybridCluster's subscription, region, resource group and network", name)
+	g.Expect(args).To(ContainElements(
+		"--cluster-cidr="+value("POD_CIDR", "10.244.0.0/16"),
+		"--configure-cloud-routes="+value("AZURE_CLOUD_ROUTES", "false"),
+	), "cluster %s: the cloud controller manager's arguments", name)
 }

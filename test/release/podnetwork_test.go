@@ -1,6 +1,7 @@
 package release_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -52,13 +53,37 @@ func checkPodNetwork(t *testing.T, objs []*unstructured.Unstructured) string {
 func windowsFlannelNetConf(t *testing.T, objs []*unstructured.Unstructured) flannelNetConf {
 	t.Helper()
 	g := NewWithT(t)
-	var cluster, tmpl *unstructured.Unstructured
-	for _, o := range objs {
-		if o.GetKind() == "Cluster" {
-			cluster = o
-		}
-	}
+	cluster := clusterOf(objs)
+	tmpl := windowsConfigTemplate(t, objs)
+	raw, _, _ := unstructured.NestedMap(tmpl.Object, "spec", "template", "spec")
+	spec := &bootstrapv1.WindowsKubeadmConfigSpec{}
+	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(raw, spec, true)).To(Succeed())
+	pods, _, _ := unstructured.NestedStringSlice(cluster.Object, "spec", "clusterNetwork", "pods", "cidrBlocks")
+	services, _, _ := unstructured.NestedStringSlice(cluster.Object, "spec", "clusterNetwork", "services", "cidrBlocks")
+	cfg, err := payload.NodeConfig(payload.Input{
+		Spec: spec, KubernetesVersion: "v1.36.3", ControlPlaneHost: flavorVariables["CONTROL_PLANE_ENDPOINT_IP"], ControlPlanePort: 6443,
+		PodCIDRs: pods, ServiceCIDRs: services,
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	files, err := render.CNI(cfg, host.Interface{Name: "Ethernet0", IPv4: "10.0.0.15", Subnet: "10.0.0.0/24"})
+	g.Expect(err).NotTo(HaveOccurred())
+	i := slices.IndexFunc(files, func(f render.File) bool { return f.Path == layout.FlannelNetConf })
+	g.Expect(i).NotTo(Equal(-1), "capwin-node writes %s", layout.FlannelNetConf)
+	conf := flannelNetConf{}
+	g.Expect(json.Unmarshal(files[i].Data, &conf)).To(Succeed())
+	return conf
+}
+
+// windowsConfigTemplate returns the WindowsKubeadmConfigTemplate of the
+// cluster's Windows MachineDeployment as the cluster gets it: for a
+// Cluster with a topology, the ClusterClass's with the class's patches
+// applied.
+func windowsConfigTemplate(t *testing.T, objs []*unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	g := NewWithT(t)
+	cluster := clusterOf(objs)
 	g.Expect(cluster).NotTo(BeNil())
+	var tmpl *unstructured.Unstructured
 	for _, o := range objs {
 		switch o.GetKind() {
 		case "MachineDeployment":
@@ -80,23 +105,7 @@ func windowsFlannelNetConf(t *testing.T, objs []*unstructured.Unstructured) flan
 		}
 	}
 	g.Expect(tmpl).NotTo(BeNil(), "the Windows workers' WindowsKubeadmConfigTemplate")
-	raw, _, _ := unstructured.NestedMap(tmpl.Object, "spec", "template", "spec")
-	spec := &bootstrapv1.WindowsKubeadmConfigSpec{}
-	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(raw, spec, true)).To(Succeed())
-	pods, _, _ := unstructured.NestedStringSlice(cluster.Object, "spec", "clusterNetwork", "pods", "cidrBlocks")
-	services, _, _ := unstructured.NestedStringSlice(cluster.Object, "spec", "clusterNetwork", "services", "cidrBlocks")
-	cfg, err := payload.NodeConfig(payload.Input{
-		Spec: spec, KubernetesVersion: "v1.36.3", ControlPlaneHost: flavorVariables["CONTROL_PLANE_ENDPOINT_IP"], ControlPlanePort: 6443,
-		PodCIDRs: pods, ServiceCIDRs: services,
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	files, err := render.CNI(cfg, host.Interface{Name: "Ethernet0", IPv4: "10.0.0.15", Subnet: "10.0.0.0/24"})
-	g.Expect(err).NotTo(HaveOccurred())
-	i := slices.IndexFunc(files, func(f render.File) bool { return f.Path == layout.FlannelNetConf })
-	g.Expect(i).NotTo(Equal(-1), "capwin-node writes %s", layout.FlannelNetConf)
-	conf := flannelNetConf{}
-	g.Expect(json.Unmarshal(files[i].Data, &conf)).To(Succeed())
-	return conf
+	return tmpl
 }
 
 func usesClass(cluster *unstructured.Unstructured, class string) bool {
@@ -186,17 +195,35 @@ func resourceSetAddons(t *testing.T, objs []*unstructured.Unstructured, match fu
 			if res == nil {
 				continue // one the user creates, as Calico's
 			}
-			field := "data"
+			data, _, _ := unstructured.NestedStringMap(res.Object, "data")
 			if res.GetKind() == "Secret" {
-				field = "stringData"
+				data = secretData(t, res)
 			}
-			data, _, _ := unstructured.NestedStringMap(res.Object, field)
 			for _, doc := range data {
 				addons = append(addons, decode(t, []byte(doc))...)
 			}
 		}
 	}
 	return addons
+}
+
+// secretData is a Secret's stringData as generated, or its data decoded
+// once the API server has answered its apply.
+func secretData(t *testing.T, s *unstructured.Unstructured) map[string]string {
+	t.Helper()
+	if data, ok, _ := unstructured.NestedStringMap(s.Object, "stringData"); ok {
+		return data
+	}
+	encoded, _, _ := unstructured.NestedStringMap(s.Object, "data")
+	data := map[string]string{}
+	for k, v := range encoded {
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			t.Fatalf("Secret %s: data %s: %v", s.GetName(), k, err)
+		}
+		data[k] = string(b)
+	}
+	return data
 }
 
 // checkNetworkModeRefused: a WINDOWS_CNI_MODE that is neither overlay nor

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"text/template"
 
@@ -13,8 +14,10 @@ import (
 )
 
 // patchTarget says which of a ClusterClass's templates an object stands
-// for: the control plane's, or a machine deployment class's.
+// for: the infrastructure cluster's, the control plane's (its own template
+// and its machines'), or a machine deployment class's.
 type patchTarget struct {
+	infrastructureCluster  bool
 	controlPlane           bool
 	machineDeploymentClass string
 }
@@ -22,9 +25,11 @@ type patchTarget struct {
 // asTheClusterGetsIt returns the template named kind/name in objs as the
 // flavor's Cluster gets it: for a Cluster with a topology, the
 // ClusterClass's patches for target applied, with the Cluster's variable
-// values (or the class's defaults). Patches with jsonPatches only, whose
-// values are plain, a variable or a Go template of variables: what capwin's
-// ClusterClasses use; the test fails on anything else rather than skip it.
+// values (or the class's defaults) and the builtin variables
+// builtin.cluster.name and builtin.cluster.namespace. Patches with
+// jsonPatches only, whose values are plain, a variable or a Go template of
+// variables: what capwin's ClusterClasses use; the test fails on anything
+// else rather than skip it.
 func asTheClusterGetsIt(t *testing.T, objs []*unstructured.Unstructured, kind, name string, target patchTarget) *unstructured.Unstructured {
 	t.Helper()
 	var obj, cluster, class *unstructured.Unstructured
@@ -44,19 +49,7 @@ func asTheClusterGetsIt(t *testing.T, objs []*unstructured.Unstructured, kind, n
 	if class == nil {
 		return obj
 	}
-	vars := map[string]any{}
-	defs, _, _ := unstructured.NestedSlice(class.Object, "spec", "variables")
-	for _, d := range defs {
-		d := d.(map[string]any)
-		if v, ok, _ := unstructured.NestedFieldNoCopy(d, "schema", "openAPIV3Schema", "default"); ok {
-			vars[d["name"].(string)] = v
-		}
-	}
-	values, _, _ := unstructured.NestedSlice(cluster.Object, "spec", "topology", "variables")
-	for _, v := range values {
-		v := v.(map[string]any)
-		vars[v["name"].(string)] = v["value"]
-	}
+	vars := patchVariables(cluster, class)
 	patches, _, _ := unstructured.NestedSlice(class.Object, "spec", "patches")
 	var ops []map[string]any
 	for _, p := range patches {
@@ -115,11 +108,36 @@ func asTheClusterGetsIt(t *testing.T, objs []*unstructured.Unstructured, kind, n
 	return out
 }
 
+// patchVariables are the variables a ClusterClass's patches see for a
+// Cluster: the builtin builtin.cluster.name and builtin.cluster.namespace,
+// the class's defaults and the Cluster's values.
+func patchVariables(cluster, class *unstructured.Unstructured) map[string]any {
+	vars := map[string]any{
+		"builtin": map[string]any{"cluster": map[string]any{"name": cluster.GetName(), "namespace": cluster.GetNamespace()}},
+	}
+	defs, _, _ := unstructured.NestedSlice(class.Object, "spec", "variables")
+	for _, d := range defs {
+		d := d.(map[string]any)
+		if v, ok, _ := unstructured.NestedFieldNoCopy(d, "schema", "openAPIV3Schema", "default"); ok {
+			vars[d["name"].(string)] = v
+		}
+	}
+	values, _, _ := unstructured.NestedSlice(cluster.Object, "spec", "topology", "variables")
+	for _, v := range values {
+		v := v.(map[string]any)
+		vars[v["name"].(string)] = v["value"]
+	}
+	return vars
+}
+
 func selects(selector map[string]any, kind string, target patchTarget) bool {
 	if selector["kind"] != kind {
 		return false
 	}
 	match, _, _ := unstructured.NestedMap(selector, "matchResources")
+	if target.infrastructureCluster {
+		return match["infrastructureCluster"] == true
+	}
 	if target.controlPlane {
 		return match["controlPlane"] == true
 	}
@@ -144,4 +162,121 @@ func renderPatchTemplate(t *testing.T, text string, vars map[string]any) any {
 		t.Fatalf("patch template output is not YAML: %v\n%s", err, buf.String())
 	}
 	return v
+}
+
+// infrastructureCluster returns the name and spec of the flavor's
+// HybridCluster as the cluster gets it: the HybridCluster itself, or, for
+// a Cluster with a topology, the ClusterClass's HybridClusterTemplate with
+// the class's patches applied and the name the class's naming template
+// gives it (Cluster API's default, <cluster>-<random>, when it has none).
+func infrastructureCluster(t *testing.T, objs []*unstructured.Unstructured) (string, map[string]any) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == "HybridCluster" {
+			spec, _, _ := unstructured.NestedMap(o.Object, "spec")
+			return o.GetName(), spec
+		}
+	}
+	cluster, class := clusterOf(objs), classOf(objs)
+	if cluster == nil || class == nil {
+		t.Fatal("the flavor has neither a HybridCluster nor a ClusterClass")
+	}
+	ref, _, _ := unstructured.NestedStringMap(class.Object, "spec", "infrastructure", "templateRef")
+	tmpl := asTheClusterGetsIt(t, objs, ref["kind"], ref["name"], patchTarget{infrastructureCluster: true})
+	spec, _, _ := unstructured.NestedMap(tmpl.Object, "spec", "template", "spec")
+	naming, _, _ := unstructured.NestedString(class.Object, "spec", "infrastructure", "naming", "template")
+	if naming == "" {
+		naming = "{{ .cluster.name }}-{{ .random }}"
+	}
+	name, err := template.New("naming").Option("missingkey=error").Parse(naming)
+	if err != nil {
+		t.Fatalf("the ClusterClass's infrastructure naming template: %v", err)
+	}
+	var buf bytes.Buffer
+	if err := name.Execute(&buf, map[string]any{"cluster": map[string]any{"name": cluster.GetName()}, "random": "xkcdq"}); err != nil {
+		t.Fatalf("the ClusterClass's infrastructure naming template: %v", err)
+	}
+	return buf.String(), spec
+}
+
+// machineRoles are the flavors' kinds of machine, by the bootstrap
+// template kind of their MachineDeployment or machine deployment class.
+var machineRoles = map[string]string{"KubeadmConfigTemplate": "linux", "WindowsKubeadmConfigTemplate": "windows"}
+
+// machineTemplates returns the flavor's HybridMachineTemplates as the
+// cluster gets them, by role: control-plane, linux (the Linux workers) and
+// windows (the Windows workers). For a Cluster with a topology they are the
+// ClusterClass's templates with the class's patches applied.
+func machineTemplates(t *testing.T, objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
+	t.Helper()
+	out := map[string]*unstructured.Unstructured{}
+	add := func(role, kind, name string, target patchTarget) {
+		if _, ok := out[role]; ok {
+			t.Fatalf("the flavor has two %s machine templates", role)
+		}
+		out[role] = asTheClusterGetsIt(t, objs, kind, name, target)
+	}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "KubeadmControlPlane":
+			ref, _, _ := unstructured.NestedStringMap(o.Object, "spec", "machineTemplate", "spec", "infrastructureRef")
+			add("control-plane", ref["kind"], ref["name"], patchTarget{})
+		case "MachineDeployment":
+			bootstrap, _, _ := unstructured.NestedString(o.Object, "spec", "template", "spec", "bootstrap", "configRef", "kind")
+			ref, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "spec", "infrastructureRef")
+			add(machineRoles[bootstrap], ref["kind"], ref["name"], patchTarget{})
+		case "ClusterClass":
+			ref, _, _ := unstructured.NestedStringMap(o.Object, "spec", "controlPlane", "machineInfrastructure", "templateRef")
+			add("control-plane", ref["kind"], ref["name"], patchTarget{controlPlane: true})
+			classes, _, _ := unstructured.NestedSlice(o.Object, "spec", "workers", "machineDeployments")
+			for _, c := range classes {
+				c := c.(map[string]any)
+				bootstrap, _, _ := unstructured.NestedString(c, "bootstrap", "templateRef", "kind")
+				ref, _, _ := unstructured.NestedStringMap(c, "infrastructure", "templateRef")
+				add(machineRoles[bootstrap], ref["kind"], ref["name"], patchTarget{machineDeploymentClass: c["class"].(string)})
+			}
+		}
+	}
+	return out
+}
+
+// classTemplates returns every template the flavor's ClusterClass names,
+// as the flavor's Cluster gets it (the class's patches applied), or nil
+// for a flavor without a ClusterClass.
+func classTemplates(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	t.Helper()
+	class := classOf(objs)
+	if class == nil {
+		return nil
+	}
+	var out []*unstructured.Unstructured
+	get := func(target patchTarget, path ...string) {
+		ref, ok, _ := unstructured.NestedStringMap(class.Object, append(path, "templateRef")...)
+		if !ok {
+			t.Fatalf("the ClusterClass has no %s.templateRef", strings.Join(path, "."))
+		}
+		out = append(out, asTheClusterGetsIt(t, objs, ref["kind"], ref["name"], target))
+	}
+	get(patchTarget{infrastructureCluster: true}, "spec", "infrastructure")
+	get(patchTarget{controlPlane: true}, "spec", "controlPlane")
+	get(patchTarget{controlPlane: true}, "spec", "controlPlane", "machineInfrastructure")
+	classes, _, _ := unstructured.NestedSlice(class.Object, "spec", "workers", "machineDeployments")
+	for _, c := range classes {
+		c := c.(map[string]any)
+		target := patchTarget{machineDeploymentClass: c["class"].(string)}
+		for _, part := range []string{"bootstrap", "infrastructure"} {
+			ref, _, _ := unstructured.NestedStringMap(c, part, "templateRef")
+			out = append(out, asTheClusterGetsIt(t, objs, ref["kind"], ref["name"], target))
+		}
+	}
+	return out
+}
+
+func classOf(objs []*unstructured.Unstructured) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == "ClusterClass" {
+			return o
+		}
+	}
+	return nil
 }
