@@ -277,7 +277,7 @@ func validateAzureMachine(a *infrav1.AzureMachineSpec, os infrav1.OSType, path *
 		errs = append(errs, field.Forbidden(path.Child("licenseType"), "Azure Hybrid Benefit (Windows_Server) applies to Windows machines only"))
 	}
 	if a.SSHPublicKey != "" && os == infrav1.OSWindows {
-		errs = append(errs, field.Forbidden(path.Child("sshPublicKey"), "the Azure VM's administrator key is for Linux machines; keys for a Windows machine go in spec.sshAuthorizedKeys, which capwin writes on vSphere and will on Azure once it supports Azure"))
+		errs = append(errs, field.Forbidden(path.Child("sshPublicKey"), "the Azure VM's administrator key is for Linux machines; keys for a Windows machine go in spec.sshAuthorizedKeys, which capwin writes on vSphere only so far"))
 	}
 	return errs
 }

@@ -20,9 +20,10 @@ import (
 	"github.com/capwin/capwin/node-components/render"
 )
 
-// MaxSize is the platforms' user-data limit: Azure customData and a vSphere
-// guestinfo key both stop at 64 KiB.
-const MaxSize = 64 * 1024
+// MaxSize is the platforms' user-data limit: Azure takes up to 65535 bytes
+// of customData (before its base64 encoding), a vSphere guestinfo key 64
+// KiB; the smaller holds for both.
+const MaxSize = 65535
 
 // Format is the value of the data Secret's format key.
 const Format = "powershell"

@@ -485,7 +485,7 @@ func TestOversizedPayloadWritesNoSecret(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		cond := condition(g, w.getConfig(g), bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition)
 		g.Expect(cond.Reason).To(Equal(bootstrapv1.WindowsKubeadmConfigPayloadTooLargeReason))
-		g.Expect(cond.Message).To(ContainSubstring("65536 byte user-data limit"))
+		g.Expect(cond.Message).To(ContainSubstring("65535 byte user-data limit"))
 	}, eventually).Should(Succeed())
 	err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: w.ns, Name: w.config.Name}, &corev1.Secret{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())

@@ -63,7 +63,7 @@ func TestValidateConfig(t *testing.T) {
 		{"bootstrap payload over the user-data limit", func(c *bootstrapv1.WindowsKubeadmConfig) {
 			big := strings.Repeat("x", 30000)
 			c.Spec.Files = []bootstrapv1.File{{Path: `C:\a.txt`, Content: big}, {Path: `C:\b.txt`, Content: big}}
-		}, nil, "spec.files", "over the 65536 byte user-data limit"},
+		}, nil, "spec.files", "over the 65535 byte user-data limit"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			// Edited, then defaulted, as admission does.

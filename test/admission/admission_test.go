@@ -346,7 +346,7 @@ func TestBadInputRejected(t *testing.T) {
 			big := strings.Repeat("x", 30000)
 			c.Spec.Files = []bootstrapv1.File{{Path: `C:\a.txt`, Content: big}, {Path: `C:\b.txt`, Content: big}}
 			return c
-		}, "spec.files", "over the 65536 byte user-data limit"},
+		}, "spec.files", "over the 65535 byte user-data limit"},
 		{"node agent download without checksum", func(ns string) client.Object {
 			c := windowsConfig(ns)
 			c.Spec.NodeAgent.URL = "https://example.com/capwin-node.exe"

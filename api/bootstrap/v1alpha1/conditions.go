@@ -27,7 +27,7 @@ const (
 	// message says why.
 	WindowsKubeadmConfigInvalidReason = "InvalidConfiguration"
 	// WindowsKubeadmConfigPayloadTooLargeReason means the bootstrap data is over
-	// the platforms' 64 KiB limit, so no Secret is written.
+	// the platforms' limit of 65535 bytes, so no Secret is written.
 	WindowsKubeadmConfigPayloadTooLargeReason = "PayloadTooLarge"
 	// WindowsKubeadmConfigDeletingReason means the config is being deleted.
 	WindowsKubeadmConfigDeletingReason = "Deleting"
