@@ -181,7 +181,7 @@ func TestAzureWindowsCluster(t *testing.T) {
 		}
 		g.Expect(az.Management.Client.Create(ctx, mhc)).To(Succeed())
 		scaleOn(t, az, o, 3)
-		g.Eventually(func() any { return sick.Load() }, wait, 200*time.Millisecond).ShouldNot(BeNil(), "a third node booted")
+		g.Eventually(sick.Load, wait, 200*time.Millisecond).ShouldNot(BeNil(), "a third node booted")
 		ms := waitRunningOn(t, az, o, 3)
 		for _, m := range ms {
 			g.Expect(m.Status.NodeRef.Name).NotTo(Equal(sick.Load()), "the unhealthy node's Machine was replaced")
