@@ -75,10 +75,18 @@ func (p *Platform) EnsureMachine(ctx context.Context, m *platform.Machine) (plat
 			return platform.MachineState{Operation: next}, err
 		}
 		if seen && op.Type == infrav1.MachineOperationCreateNetworkInterface {
-			// The NIC is made, and the VM was not there when it was
-			// started: If-None-Match keeps the VM's create from
-			// overwriting one made since.
-			return p.createVM(ctx, m, n)
+			// The NIC is made: the VM's create goes out without a look
+			// for the VM, and If-None-Match keeps it from overwriting
+			// one that is there.
+			st, err := p.createVM(ctx, m, n)
+			if !errors.Is(err, platform.ErrUnavailable) {
+				return st, err
+			}
+			// Refused (412: a VM is there, say from a create whose
+			// recording was lost, as the NIC's operation still answers
+			// Succeeded) or not answered: looked at below, as on any
+			// reconcile, so that the NIC's operation is not followed
+			// into the same refusal again.
 		}
 	} else if ptr.Deref(hm.Status.Initialization.Provisioned, false) {
 		// A resync of a running machine: the resource group's shared
@@ -175,6 +183,11 @@ func (p *Platform) observe(ctx context.Context, m *platform.Machine, n resourceN
 		// A VM that Azure updates (maintenance, an extension), or whose
 		// last update failed, is still the machine's VM: its state is
 		// reported, not waited for.
+	case state == "Failed" && provisioningTimedOut(props.InstanceView):
+		// Azure stopped waiting for the guest to report ready, which
+		// cloudbase-init does only once the bootstrap data (the join)
+		// has run: the VM runs on, and its join, or a
+		// MachineHealthCheck, says whether it became a node.
 	case state == "Failed":
 		return platform.MachineState{}, fmt.Errorf("%w: VM %s is in provisioning state Failed%s", platform.ErrOperationFailed, n.vm, statusMessage(props.InstanceView))
 	default:
@@ -460,6 +473,20 @@ func powerState(iv *armcompute.VirtualMachineInstanceView) string {
 		}
 	}
 	return ""
+}
+
+// provisioningTimedOut reports whether a failed VM failed only because its
+// guest did not report ready in time (OSProvisioningTimedOut), and runs.
+func provisioningTimedOut(iv *armcompute.VirtualMachineInstanceView) bool {
+	if iv == nil || powerState(iv) != "running" {
+		return false
+	}
+	for _, s := range iv.Statuses {
+		if s != nil && strings.EqualFold(ptr.Deref(s.Code, ""), "ProvisioningState/failed/OSProvisioningTimedOut") {
+			return true
+		}
+	}
+	return false
 }
 
 // statusMessage is ": " and the message of the VM's failed provisioning

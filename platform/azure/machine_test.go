@@ -697,3 +697,61 @@ func TestResyncOfADeletedVM(t *testing.T) {
 		t.Errorf("the resync of a deleted VM answered %v, want ErrMachineGone", err)
 	}
 }
+
+// TestProvisioningTimedOutVMIsTheMachines: a VM whose create failed only
+// because its guest did not report ready in time, and which runs, is the
+// machine's VM (its join says whether it became a node); a VM that failed
+// otherwise is reported failed.
+func TestProvisioningTimedOutVMIsTheMachines(t *testing.T) {
+	e := newEnv(t, azuresim.Options{})
+	p := e.platform(t)
+	for _, c := range []struct {
+		name, code string
+		wantErr    error
+	}{
+		{"win-late", "OSProvisioningTimedOut", nil},
+		{"win-alloc", "AllocationFailed", platform.ErrOperationFailed},
+	} {
+		m := windowsMachine(c.name)
+		ensure(t, p, m)
+		// As if the create's last poll had failed: never provisioned.
+		m.HybridMachine.Status.Initialization.Provisioned = nil
+		if !e.cloud.FailVM(group, c.name, c.code, "failed late") {
+			t.Fatalf("no VM %s", c.name)
+		}
+		st, err := p.EnsureMachine(t.Context(), m)
+		if !errors.Is(err, c.wantErr) || (c.wantErr == nil) != (st.Running && st.ProviderID != "") {
+			t.Errorf("%s: a VM failed with %s reports %+v, %v; want error %v", c.name, c.code, st, err, c.wantErr)
+		}
+	}
+}
+
+// TestRefusedGroupReadFallsBack: a list of the resource group that Azure
+// refuses (400) leaves each machine to its own reads; a throttled one is
+// waited out.
+func TestRefusedGroupReadFallsBack(t *testing.T) {
+	e := newEnv(t, azuresim.Options{})
+	m := windowsMachine("win-list")
+	ensure(t, e.platform(t), m)
+	status := http.StatusBadRequest
+	e.cloud.SetFault(func(req *http.Request) *http.Response {
+		if req.Method != http.MethodGet || !strings.HasSuffix(req.URL.Path, "/virtualMachines") {
+			return nil
+		}
+		r := serverError(req)
+		r.StatusCode, r.Status = status, http.StatusText(status)
+		r.Body = io.NopCloser(strings.NewReader(`{"error":{"code":"InvalidParameter","message":"$expand needs $filter."}}`))
+		if status == http.StatusTooManyRequests {
+			r.Header.Set("Retry-After", "30")
+		}
+		return r
+	})
+	st, err := e.platform(t).EnsureMachine(t.Context(), m)
+	if err != nil || !st.Running {
+		t.Errorf("with the group's list refused, the resync reports %+v, %v; want it running from the machine's own reads", st, err)
+	}
+	status = http.StatusTooManyRequests
+	if _, err := e.platform(t).EnsureMachine(t.Context(), m); !errors.Is(err, platform.ErrUnavailable) {
+		t.Errorf("with the group's list throttled, the resync answered %v; want ErrUnavailable", err)
+	}
+}

@@ -2,12 +2,13 @@ package azure
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v7"
 	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
@@ -17,15 +18,30 @@ import (
 // viewTTL is how long a read of a resource group's VMs and network
 // interfaces answers the resyncs of its running machines. The manager
 // resyncs every machine at once (every ten minutes by default), so one
-// read serves them all; a VM stopped or deleted outside capwin is seen
-// this much later at most.
+// read serves them all. A VM stopped or deleted outside capwin in the
+// viewTTL before a resync is seen at the next one.
 const viewTTL = 30 * time.Second
 
-// groupView is one read of a resource group's VMs, with their instance
-// views, and network interfaces, by lower-case name.
+// viewReadTimeout bounds a read of a resource group, which reconciles that
+// did not start it wait for.
+const viewReadTimeout = time.Minute
+
+// groupView is one read of a resource group: what viewed needs of its VMs
+// and network interfaces, by lower-case name.
 type groupView struct {
-	vms  map[string]*armcompute.VirtualMachine
-	nics map[string]*armnetwork.Interface
+	vms  map[string]vmFacts
+	nics map[string]nicFacts
+}
+
+// vmFacts are what a list says of a VM.
+type vmFacts struct {
+	id, state, power, owner string
+}
+
+// nicFacts are what a list says of a network interface.
+type nicFacts struct {
+	owner     string
+	addresses []string
 }
 
 // viewRead is a read of a resource group, in flight until done is closed.
@@ -50,20 +66,25 @@ func newViews() *views {
 }
 
 // get returns a read of group no older than maxAge, from read when there
-// is none or the last one failed.
+// is none or the last one failed. The read runs apart from the context of
+// the reconcile that starts it, which others may wait on.
 func (v *views) get(ctx context.Context, group string, read func(context.Context) (*groupView, error)) (*groupView, error) {
 	k := strings.ToLower(group)
 	v.mu.Lock()
-	r := v.reads[k]
-	if r != nil && r.ended() && (r.err != nil || v.now().Sub(r.at) > v.maxAge) {
-		r = nil
+	now := v.now()
+	for g, r := range v.reads {
+		// Old reads are dropped, so that a group no longer used is
+		// not kept.
+		if r.ended() && (r.err != nil || now.Sub(r.at) > v.maxAge) {
+			delete(v.reads, g)
+		}
 	}
+	r := v.reads[k]
 	if r == nil {
-		r = &viewRead{done: make(chan struct{})}
+		r = &viewRead{done: make(chan struct{}), at: now}
 		v.reads[k] = r
 		v.mu.Unlock()
-		r.view, r.err = read(ctx)
-		r.at = v.now()
+		r.view, r.err = readApart(ctx, read)
 		close(r.done)
 		return r.view, r.err
 	}
@@ -74,6 +95,19 @@ func (v *views) get(ctx context.Context, group string, read func(context.Context
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// readApart runs read on a context that ctx's end does not cancel, within
+// viewReadTimeout; a panic becomes its error.
+func readApart(ctx context.Context, read func(context.Context) (*groupView, error)) (view *groupView, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), viewReadTimeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			view, err = nil, fmt.Errorf("reading the resource group: %v", p)
+		}
+	}()
+	return read(ctx)
 }
 
 // ended reports whether the read is done; its fields are then set.
@@ -89,7 +123,7 @@ func (r *viewRead) ended() bool {
 // readGroup lists the resource group's VMs, with instance views, and its
 // network interfaces.
 func (p *Platform) readGroup(ctx context.Context) (*groupView, error) {
-	view := &groupView{vms: map[string]*armcompute.VirtualMachine{}, nics: map[string]*armnetwork.Interface{}}
+	view := &groupView{vms: map[string]vmFacts{}, nics: map[string]nicFacts{}}
 	vms := p.clients.vms.NewListPager(p.group(), &armcompute.VirtualMachinesClientListOptions{Expand: ptr.To(armcompute.ExpandTypeForListVMsInstanceView)})
 	for vms.More() {
 		page, err := vms.NextPage(ctx)
@@ -97,8 +131,14 @@ func (p *Platform) readGroup(ctx context.Context) (*groupView, error) {
 			return nil, classify("listing the VMs of resource group "+p.group(), err)
 		}
 		for _, vm := range page.Value {
-			if vm != nil && vm.Name != nil {
-				view.vms[strings.ToLower(*vm.Name)] = vm
+			if vm == nil || vm.Name == nil || vm.Properties == nil {
+				continue
+			}
+			view.vms[strings.ToLower(*vm.Name)] = vmFacts{
+				id:    ptr.Deref(vm.ID, ""),
+				state: ptr.Deref(vm.Properties.ProvisioningState, ""),
+				power: powerState(vm.Properties.InstanceView),
+				owner: ptr.Deref(vm.Tags[OwnerTag], ""),
 			}
 		}
 	}
@@ -110,7 +150,7 @@ func (p *Platform) readGroup(ctx context.Context) (*groupView, error) {
 		}
 		for _, nic := range page.Value {
 			if nic != nil && nic.Name != nil {
-				view.nics[strings.ToLower(*nic.Name)] = nic
+				view.nics[strings.ToLower(*nic.Name)] = nicFacts{owner: ptr.Deref(nic.Tags[OwnerTag], ""), addresses: nicAddresses(nic)}
 			}
 		}
 	}
@@ -119,28 +159,27 @@ func (p *Platform) readGroup(ctx context.Context) (*groupView, error) {
 
 // viewed reports a provisioned machine's state from the resource group's
 // shared read when that read shows it well: its VM made, owned by the
-// machine and running, and its NIC with an address. Anything else (not
-// there, stopped, changing, a list without instance views) is not ok, and
-// the machine's own resources are read instead, so that nothing is done on
-// an old read.
+// machine and running, and its NIC owned by it with an address. Anything
+// else (not there, stopped, changing, a list without instance views) is
+// not ok, and the machine's own resources are read instead, so that
+// nothing is done on an old read.
 func (p *Platform) viewed(ctx context.Context, hm *infrav1.HybridMachine, n resourceNames) (platform.MachineState, bool, error) {
 	view, err := p.clients.views.get(ctx, p.group(), p.readGroup)
-	if err != nil {
+	if errors.Is(err, platform.ErrUnavailable) {
+		// Throttled or failing: a read per machine would only add to it.
 		return platform.MachineState{}, false, err
 	}
-	vm, nic := view.vms[n.vm], view.nics[n.nic]
-	if vm == nil || vm.Properties == nil || nic == nil {
+	if err != nil {
+		// A list Azure refuses ($expand=instanceView without a
+		// $filter, which its API reference does not promise): the
+		// machine's own reads answer instead.
 		return platform.MachineState{}, false, nil
 	}
-	if ptr.Deref(vm.Properties.ProvisioningState, "") != "Succeeded" || powerState(vm.Properties.InstanceView) != "running" {
+	vm, okVM := view.vms[n.vm]
+	nic, okNIC := view.nics[n.nic]
+	if !okVM || !okNIC || vm.state != "Succeeded" || vm.power != "running" ||
+		vm.owner != owner(hm) || nic.owner != owner(hm) || len(nic.addresses) == 0 {
 		return platform.MachineState{}, false, nil
 	}
-	if ownedBy("VM", n.vm, vm.Tags, hm) != nil || ownedBy("Network interface", n.nic, nic.Tags, hm) != nil {
-		return platform.MachineState{}, false, nil
-	}
-	addresses := nicAddresses(nic)
-	if len(addresses) == 0 {
-		return platform.MachineState{}, false, nil
-	}
-	return platform.MachineState{Exists: true, Running: true, ProviderID: ProviderID(ptr.Deref(vm.ID, "")), Addresses: addresses}, true, nil
+	return platform.MachineState{Exists: true, Running: true, ProviderID: ProviderID(vm.id), Addresses: nic.addresses}, true, nil
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"sync/atomic"
@@ -80,6 +81,17 @@ func TestAzureWindowsCluster(t *testing.T) {
 	t.Run("PausedClusterChangesNothing", func(t *testing.T) {
 		g := NewWithT(t)
 		setPausedOn(t, az, o, true)
+		t.Cleanup(func() {
+			// Unpaused whether or not the subtest passed: the next
+			// ones scale this cluster. t's context has ended by now.
+			c := &clusterv1.Cluster{}
+			key := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
+			if err := az.Management.Client.Get(context.Background(), key, c); err == nil {
+				patch := client.MergeFrom(c.DeepCopy())
+				c.Spec.Paused = ptr.To(false)
+				_ = az.Management.Client.Patch(context.Background(), c, patch)
+			}
+		})
 		g.Eventually(func(g Gomega) {
 			md := &clusterv1.MachineDeployment{}
 			g.Expect(az.Management.Client.Get(ctx, windowsMD(o), md)).To(Succeed())
@@ -90,7 +102,6 @@ func TestAzureWindowsCluster(t *testing.T) {
 			g.Expect(windowsMachinesOn(ctx, g, az, o)).To(BeEmpty())
 			g.Expect(az.Azure.VirtualMachines()).To(HaveLen(1), "the control plane's VM only")
 		}, 3*time.Second, 250*time.Millisecond).Should(Succeed())
-		setPausedOn(t, az, o, false)
 	})
 
 	t.Run("ScaleZeroToFive", func(t *testing.T) {
@@ -180,6 +191,7 @@ func TestAzureWindowsCluster(t *testing.T) {
 			},
 		}
 		g.Expect(az.Management.Client.Create(ctx, mhc)).To(Succeed())
+		t.Cleanup(func() { _ = az.Management.Client.Delete(context.Background(), mhc) })
 		scaleOn(t, az, o, 3)
 		g.Eventually(sick.Load, wait, 200*time.Millisecond).ShouldNot(BeNil(), "a third node booted")
 		ms := waitRunningOn(t, az, o, 3)
@@ -188,7 +200,6 @@ func TestAzureWindowsCluster(t *testing.T) {
 		}
 		g.Eventually(func() any { return azureVM(az, sick.Load().(string)) }, wait, 200*time.Millisecond).Should(BeNil(), "the unhealthy node's VM is deleted")
 		g.Expect(az.Azure.VirtualMachines()).To(HaveLen(4))
-		g.Expect(az.Management.Client.Delete(ctx, mhc)).To(Succeed())
 	})
 
 	t.Run("ScaleToZeroLeavesNothing", func(t *testing.T) {

@@ -29,7 +29,9 @@
 //     be deleted (code InUseBackendAddressPoolCannotBeDeleted, the
 //     simulation's own): capwin deletes it only after its machines.
 //   - Polling an operation that this Cloud does not know (for example a
-//     resume token from another Cloud) answers 404.
+//     resume token from another Cloud) answers 404. So does polling one
+//     that has ended, which ARM answers with its end again for a while:
+//     a client that polls an ended operation twice sees a 404 here.
 //
 // And it is more forgiving in these, which tests must make up for:
 //
@@ -41,9 +43,14 @@
 //     write to a resource while one runs is taken for a poll of the first,
 //     and is neither validated nor refused as Azure might (409).
 //   - A list of VMs with $expand=instanceView returns every VM's instance
-//     view. Azure's API reference says that expansion needs a $filter; a
-//     client must not count on it (capwin falls back to a GET of the VM
-//     when a listed VM has no instance view).
+//     view and is never refused. Azure's API reference says that
+//     expansion needs a $filter; a client must not count on it (capwin
+//     reads a VM on its own when the list is refused or a listed VM has
+//     no instance view).
+//   - While a VM starts or stops it keeps its old power state, where
+//     Azure shows PowerState/starting, stopping or deallocating.
+//   - The fake pollers make no final GET of a resource after its create,
+//     which ARM's pollers make: a real create costs a request more.
 //   - Writes share one token bucket (Options.WritesPerSecond); ARM keeps
 //     separate buckets for writes and deletes, and the compute resource
 //     provider has limits of its own per API.

@@ -90,6 +90,27 @@ func (c *Cloud) OnVMCreated(f func(vm armcompute.VirtualMachine)) {
 	c.created = append(c.created, f)
 }
 
+// FailVM leaves the VM name of resource group rg as Azure leaves a VM
+// whose create failed late: provisioning state Failed, the instance view
+// status ProvisioningState/failed/<code> with message, and its power state
+// as it was (a VM whose guest did not report ready in time,
+// OSProvisioningTimedOut, keeps running). It reports whether the VM exists.
+func (c *Cloud) FailVM(rg, name, code, message string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	vm := c.vms[key(c.resourceID(rg, typeVM, name))]
+	if vm == nil {
+		return false
+	}
+	power := powerOf(vm)
+	setVMState(vm, "Failed", false)
+	vm.Properties.InstanceView.Statuses[0].Code = ptr("ProvisioningState/failed/" + code)
+	vm.Properties.InstanceView.Statuses[0].Level = ptr(armcompute.StatusLevelTypesError)
+	vm.Properties.InstanceView.Statuses[0].Message = ptr(message)
+	setPower(vm, power)
+	return true
+}
+
 // VirtualMachines returns a copy of every VM, sorted by ID, including
 // osProfile.adminPassword and osProfile.customData.
 func (c *Cloud) VirtualMachines() []armcompute.VirtualMachine {
