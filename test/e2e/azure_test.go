@@ -175,21 +175,7 @@ func TestAzureWindowsCluster(t *testing.T) {
 			return sim.Healthy
 		})
 		t.Cleanup(func() { az.Guests.SetFailure(nil) })
-		mhc := &clusterv1.MachineHealthCheck{
-			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name + "-windows"},
-			Spec: clusterv1.MachineHealthCheckSpec{
-				ClusterName: o.Name,
-				Selector: metav1.LabelSelector{MatchLabels: map[string]string{
-					clusterv1.MachineDeploymentNameLabel: o.Name + "-windows"}},
-				Checks: clusterv1.MachineHealthCheckChecks{
-					NodeStartupTimeoutSeconds: ptr.To[int32](60),
-					UnhealthyNodeConditions: []clusterv1.UnhealthyNodeCondition{
-						{Type: corev1.NodeReady, Status: corev1.ConditionFalse, TimeoutSeconds: ptr.To[int32](3)},
-						{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, TimeoutSeconds: ptr.To[int32](3)},
-					},
-				},
-			},
-		}
+		mhc := windowsMHC(o)
 		g.Expect(az.Management.Client.Create(ctx, mhc)).To(Succeed())
 		t.Cleanup(func() { _ = az.Management.Client.Delete(context.Background(), mhc) })
 		scaleOn(t, az, o, 3)

@@ -90,22 +90,7 @@ func machineHealthCheck(t *testing.T, failure sim.Failure) {
 	})
 	t.Cleanup(func() { s.Guests.SetFailure(nil) })
 
-	mhc := &clusterv1.MachineHealthCheck{
-		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name + "-windows"},
-		Spec: clusterv1.MachineHealthCheckSpec{
-			ClusterName: o.Name,
-			Selector: metav1.LabelSelector{MatchLabels: map[string]string{
-				clusterv1.MachineDeploymentNameLabel: o.Name + "-windows"}},
-			Checks: clusterv1.MachineHealthCheckChecks{
-				NodeStartupTimeoutSeconds: ptr.To[int32](60),
-				UnhealthyNodeConditions: []clusterv1.UnhealthyNodeCondition{
-					{Type: corev1.NodeReady, Status: corev1.ConditionFalse, TimeoutSeconds: ptr.To[int32](3)},
-					{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, TimeoutSeconds: ptr.To[int32](3)},
-				},
-			},
-		},
-	}
-	g.Expect(s.Management.Client.Create(ctx, mhc)).To(Succeed())
+	g.Expect(s.Management.Client.Create(ctx, windowsMHC(o))).To(Succeed())
 	scale(t, o, 1)
 
 	var first clusterv1.Machine
@@ -215,6 +200,26 @@ func TestPausedClusterChangesNothing(t *testing.T) {
 	setPaused(t, o, false)
 	waitRunning(t, o, 3)
 	noRejections(t)
+}
+
+// windowsMHC is a MachineHealthCheck of the Windows MachineDeployment that
+// replaces a node not Ready for 3 s.
+func windowsMHC(o sim.ClusterOptions) *clusterv1.MachineHealthCheck {
+	return &clusterv1.MachineHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name + "-windows"},
+		Spec: clusterv1.MachineHealthCheckSpec{
+			ClusterName: o.Name,
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{
+				clusterv1.MachineDeploymentNameLabel: o.Name + "-windows"}},
+			Checks: clusterv1.MachineHealthCheckChecks{
+				NodeStartupTimeoutSeconds: ptr.To[int32](60),
+				UnhealthyNodeConditions: []clusterv1.UnhealthyNodeCondition{
+					{Type: corev1.NodeReady, Status: corev1.ConditionFalse, TimeoutSeconds: ptr.To[int32](3)},
+					{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, TimeoutSeconds: ptr.To[int32](3)},
+				},
+			},
+		},
+	}
 }
 
 func setPaused(t testing.TB, o sim.ClusterOptions, paused bool) {

@@ -321,17 +321,8 @@ func (c *Cloud) patchVM(ctx context.Context, rg, name string, p armcompute.Virtu
 	var resp azfake.PollerResponder[armcompute.VirtualMachinesClientUpdateResponse]
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g, e := c.group(rg, true)
+	vm, k, e := c.vmToChange(rg, name)
 	if e != nil {
-		return resp, errResponder(e)
-	}
-	id := c.resourceID(deref(g.Name), typeVM, name)
-	k := key(id)
-	vm := c.vms[k]
-	if vm == nil {
-		return resp, errResponder(notFound(typeVM, name, rg))
-	}
-	if e := c.notDeleting(k, id); e != nil {
 		return resp, errResponder(e)
 	}
 	var userData *string
@@ -559,21 +550,32 @@ func (c *Cloud) deallocateVM(ctx context.Context, rg, name string, _ *armcompute
 	return powerVM[armcompute.VirtualMachinesClientDeallocateResponse](ctx, c, rg, name, "deallocated")
 }
 
-func powerVM[T any](ctx context.Context, c *Cloud, rg, name, power string) (azfake.PollerResponder[T], azfake.ErrorResponder) {
-	var resp azfake.PollerResponder[T]
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// vmToChange is the VM name of resource group rg and its key, or the error
+// of a change to it: the group or the VM missing, or the VM being deleted.
+// The caller holds c.mu.
+func (c *Cloud) vmToChange(rg, name string) (*armcompute.VirtualMachine, string, *armError) {
 	g, e := c.group(rg, true)
 	if e != nil {
-		return resp, errResponder(e)
+		return nil, "", e
 	}
 	id := c.resourceID(deref(g.Name), typeVM, name)
 	k := key(id)
 	vm := c.vms[k]
 	if vm == nil {
-		return resp, errResponder(notFound(typeVM, name, rg))
+		return nil, "", notFound(typeVM, name, rg)
 	}
 	if e := c.notDeleting(k, id); e != nil {
+		return nil, "", e
+	}
+	return vm, k, nil
+}
+
+func powerVM[T any](ctx context.Context, c *Cloud, rg, name, power string) (azfake.PollerResponder[T], azfake.ErrorResponder) {
+	var resp azfake.PollerResponder[T]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	vm, k, e := c.vmToChange(rg, name)
+	if e != nil {
 		return resp, errResponder(e)
 	}
 	if c.pending[k] != 0 {
