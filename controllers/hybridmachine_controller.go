@@ -376,6 +376,10 @@ func (r *HybridMachineReconciler) connect(ctx context.Context, s *machineScope) 
 func (r *HybridMachineReconciler) ensureVM(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
 	st, err := s.platform.EnsureMachine(ctx, &s.vm)
 	if err != nil {
+		if st.OperationEnded {
+			// Not followed again: the next reconcile looks at the VM.
+			s.hm.Status.Operation = infrav1.MachineOperation{}
+		}
 		return r.platformError(s, err)
 	}
 	s.state = st

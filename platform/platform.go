@@ -100,6 +100,11 @@ func (s ClusterState) Ready() bool { return s.Operation.IsZero() && s.Waiting ==
 type MachineState struct {
 	// Operation is an operation still running: record it and come back.
 	Operation infrav1.MachineOperation
+	// OperationEnded says that the recorded operation has ended, so that
+	// it is cleared even when EnsureMachine returns an error: the next
+	// reconcile then looks at the VM rather than follow the operation
+	// again.
+	OperationEnded bool
 	// Exists is true once the VM exists.
 	Exists bool
 	// Running is true once the VM runs.

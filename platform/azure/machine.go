@@ -63,30 +63,46 @@ func ownedBy(kind, name string, tags map[string]*string, hm *infrav1.HybridMachi
 // bootstrap data as customData, one operation at a time, and reports the
 // VM's state: its provider ID and the NIC's private address once it runs.
 func (p *Platform) EnsureMachine(ctx context.Context, m *platform.Machine) (platform.MachineState, error) {
+	var resumed bool
+	st, err := p.ensureMachine(ctx, m, &resumed)
+	if resumed && st.Operation.IsZero() {
+		st.OperationEnded = true
+	}
+	return st, err
+}
+
+// ensureMachine is EnsureMachine; it sets resumed once the recorded
+// operation was looked at and has ended.
+func (p *Platform) ensureMachine(ctx context.Context, m *platform.Machine, resumed *bool) (platform.MachineState, error) {
 	hm := m.HybridMachine
 	if hm.Spec.Azure == nil {
 		return platform.MachineState{}, fmt.Errorf("%w: spec.azure must be set: a HybridMachine is on its HybridCluster's platform, Azure", platform.ErrInvalid)
 	}
 	n := namesOf(m.ComputerName)
 	op := hm.Status.Operation
+	var unanswered error
 	if !op.IsZero() {
 		done, seen, next, err := p.resume(ctx, n, op)
 		if err != nil || !done {
 			return platform.MachineState{Operation: next}, err
 		}
+		*resumed = true
 		if seen && op.Type == infrav1.MachineOperationCreateNetworkInterface {
 			// The NIC is made: the VM's create goes out without a look
 			// for the VM, and If-None-Match keeps it from overwriting
 			// one that is there.
 			st, err := p.createVM(ctx, m, n)
-			if !errors.Is(err, platform.ErrUnavailable) {
-				return st, err
+			if err == nil {
+				return st, nil
 			}
 			// Refused (412: a VM is there, say from a create whose
 			// recording was lost, as the NIC's operation still answers
-			// Succeeded) or not answered: looked at below, as on any
-			// reconcile, so that the NIC's operation is not followed
-			// into the same refusal again.
+			// Succeeded; 404: the NIC is gone) or not answered: the VM
+			// and the NIC are looked at below, as on any reconcile, and
+			// the NIC's operation is not followed again (OperationEnded).
+			if errors.Is(err, platform.ErrUnavailable) {
+				unanswered = err
+			}
 		}
 	} else if ptr.Deref(hm.Status.Initialization.Provisioned, false) {
 		// A resync of a running machine: the resource group's shared
@@ -103,6 +119,10 @@ func (p *Platform) EnsureMachine(ctx context.Context, m *platform.Machine) (plat
 	if vm == nil {
 		if ptr.Deref(hm.Status.Initialization.Provisioned, false) {
 			return platform.MachineState{}, fmt.Errorf("%w: VM %s is gone from resource group %s", platform.ErrMachineGone, n.vm, p.group())
+		}
+		if unanswered != nil {
+			// Throttled or failing: sent again on the next try, not now.
+			return platform.MachineState{}, unanswered
 		}
 		return p.create(ctx, m, n)
 	}

@@ -577,8 +577,8 @@ func TestOperationStatusGone(t *testing.T) {
 	if errors.Is(err, platform.ErrOperationFailed) {
 		t.Fatalf("a gone operation status failed the machine: %v", err)
 	}
-	if !st.Operation.IsZero() {
-		t.Errorf("the gone operation is still recorded: %v", st.Operation.Type)
+	if !st.Operation.IsZero() || !st.OperationEnded {
+		t.Errorf("the gone operation is not cleared: %+v", st)
 	}
 	// The NIC is found still being made, and waited for.
 	if !errors.Is(err, platform.ErrUnavailable) || !strings.Contains(err.Error(), "win-h-nic is in provisioning state") {

@@ -66,16 +66,19 @@ func newViews() *views {
 }
 
 // get returns a read of group no older than maxAge, from read when there
-// is none or the last one failed. The read runs apart from the context of
-// the reconcile that starts it, which others may wait on.
+// is none or the last one was not answered. The read runs apart from the
+// context of the reconcile that starts it, which others may wait on, and
+// whose end ends only its own wait.
 func (v *views) get(ctx context.Context, group string, read func(context.Context) (*groupView, error)) (*groupView, error) {
 	k := strings.ToLower(group)
 	v.mu.Lock()
 	now := v.now()
 	for g, r := range v.reads {
 		// Old reads are dropped, so that a group no longer used is
-		// not kept.
-		if r.ended() && (r.err != nil || now.Sub(r.at) > v.maxAge) {
+		// not kept, and so are reads Azure did not answer. A read it
+		// refused is kept as long as an answer would be: the machines'
+		// own reads stand in for it meanwhile.
+		if r.ended() && (errors.Is(r.err, platform.ErrUnavailable) || now.Sub(r.at) > v.maxAge) {
 			delete(v.reads, g)
 		}
 	}
@@ -83,10 +86,10 @@ func (v *views) get(ctx context.Context, group string, read func(context.Context
 	if r == nil {
 		r = &viewRead{done: make(chan struct{}), at: now}
 		v.reads[k] = r
-		v.mu.Unlock()
-		r.view, r.err = readApart(ctx, read)
-		close(r.done)
-		return r.view, r.err
+		go func() {
+			r.view, r.err = readApart(ctx, read)
+			close(r.done)
+		}()
 	}
 	v.mu.Unlock()
 	select {

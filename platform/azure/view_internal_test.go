@@ -3,10 +3,13 @@ package azure
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/capwin/capwin/platform"
 )
 
 // TestViewsShareAReadUntilItIsOld: reconciles that ask at once share one
@@ -54,11 +57,29 @@ func TestViewsShareAReadUntilItIsOld(t *testing.T) {
 		t.Errorf("a read older than %s was reused (reads %d, %v)", viewTTL, reads.Load(), err)
 	}
 
-	failing := func(context.Context) (*groupView, error) { reads.Add(1); return nil, errors.New("throttled") }
-	if _, err := v.get(t.Context(), "other", failing); err == nil {
-		t.Error("a failed read returned no error")
+	unanswered := func(context.Context) (*groupView, error) {
+		reads.Add(1)
+		return nil, fmt.Errorf("%w: throttled", platform.ErrUnavailable)
+	}
+	if _, err := v.get(t.Context(), "other", unanswered); err == nil {
+		t.Error("a read Azure did not answer returned no error")
 	}
 	if _, err := v.get(t.Context(), "other", read); err != nil || reads.Load() != 4 {
-		t.Errorf("a failed read was kept (reads %d, %v)", reads.Load(), err)
+		t.Errorf("a read Azure did not answer was kept (reads %d, %v)", reads.Load(), err)
+	}
+
+	refused := func(context.Context) (*groupView, error) {
+		reads.Add(1)
+		return nil, errors.New("400: $expand needs $filter")
+	}
+	if _, err := v.get(t.Context(), "third", refused); err == nil {
+		t.Error("a refused read returned no error")
+	}
+	if _, err := v.get(t.Context(), "third", read); err == nil || reads.Load() != 5 {
+		t.Errorf("a refused read was not kept for %s (reads %d, %v)", viewTTL, reads.Load(), err)
+	}
+	advance(viewTTL + time.Second)
+	if _, err := v.get(t.Context(), "third", read); err != nil || reads.Load() != 6 {
+		t.Errorf("a refused read was kept past %s (reads %d, %v)", viewTTL, reads.Load(), err)
 	}
 }

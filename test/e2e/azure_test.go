@@ -86,10 +86,14 @@ func TestAzureWindowsCluster(t *testing.T) {
 			// ones scale this cluster. t's context has ended by now.
 			c := &clusterv1.Cluster{}
 			key := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
-			if err := az.Management.Client.Get(context.Background(), key, c); err == nil {
+			err := az.Management.Client.Get(context.Background(), key, c)
+			if err == nil {
 				patch := client.MergeFrom(c.DeepCopy())
 				c.Spec.Paused = ptr.To(false)
-				_ = az.Management.Client.Patch(context.Background(), c, patch)
+				err = az.Management.Client.Patch(context.Background(), c, patch)
+			}
+			if err != nil {
+				t.Errorf("unpausing the cluster: %v", err)
 			}
 		})
 		g.Eventually(func(g Gomega) {
@@ -177,7 +181,11 @@ func TestAzureWindowsCluster(t *testing.T) {
 		t.Cleanup(func() { az.Guests.SetFailure(nil) })
 		mhc := windowsMHC(o)
 		g.Expect(az.Management.Client.Create(ctx, mhc)).To(Succeed())
-		t.Cleanup(func() { _ = az.Management.Client.Delete(context.Background(), mhc) })
+		t.Cleanup(func() {
+			if err := az.Management.Client.Delete(context.Background(), mhc); err != nil {
+				t.Errorf("deleting the MachineHealthCheck: %v", err)
+			}
+		})
 		scaleOn(t, az, o, 3)
 		g.Eventually(sick.Load, wait, 200*time.Millisecond).ShouldNot(BeNil(), "a third node booted")
 		ms := waitRunningOn(t, az, o, 3)

@@ -38,7 +38,8 @@
 //   - Validation happens when the operation starts, and no simulated
 //     operation fails later: Azure can fail a VM create after accepting it
 //     (an allocation failure, OSProvisioningTimedOut when the guest never
-//     reports ready). Inject such failures with Cloud.SetFault on the poll.
+//     reports ready). Inject such failures with Cloud.SetFault on the poll,
+//     or leave a made VM Failed with Cloud.FailVM.
 //   - The SDK's fake servers keep one operation per resource path: a second
 //     write to a resource while one runs is taken for a poll of the first,
 //     and is neither validated nor refused as Azure might (409).

@@ -90,8 +90,8 @@ func (c *Cloud) OnVMCreated(f func(vm armcompute.VirtualMachine)) {
 	c.created = append(c.created, f)
 }
 
-// FailVM leaves the VM name of resource group rg as Azure leaves a VM
-// whose create failed late: provisioning state Failed, the instance view
+// FailVM leaves the VM name of resource group rg, whose create has ended,
+// as Azure leaves a VM whose create failed late: provisioning state Failed, the instance view
 // status ProvisioningState/failed/<code> with message, and its power state
 // as it was (a VM whose guest did not report ready in time,
 // OSProvisioningTimedOut, keeps running). It reports whether the VM exists.
