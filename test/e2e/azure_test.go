@@ -12,7 +12,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v7"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,21 +80,9 @@ func TestAzureWindowsCluster(t *testing.T) {
 	t.Run("PausedClusterChangesNothing", func(t *testing.T) {
 		g := NewWithT(t)
 		setPausedOn(t, az, o, true)
-		t.Cleanup(func() {
-			// Unpaused whether or not the subtest passed: the next
-			// ones scale this cluster. t's context has ended by now.
-			c := &clusterv1.Cluster{}
-			key := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
-			err := az.Management.Client.Get(context.Background(), key, c)
-			if err == nil {
-				patch := client.MergeFrom(c.DeepCopy())
-				c.Spec.Paused = ptr.To(false)
-				err = az.Management.Client.Patch(context.Background(), c, patch)
-			}
-			if err != nil {
-				t.Errorf("unpausing the cluster: %v", err)
-			}
-		})
+		// Unpaused whether or not the subtest passed: the next ones
+		// scale this cluster.
+		t.Cleanup(func() { setPausedOn(t, az, o, false) })
 		g.Eventually(func(g Gomega) {
 			md := &clusterv1.MachineDeployment{}
 			g.Expect(az.Management.Client.Get(ctx, windowsMD(o), md)).To(Succeed())
@@ -209,14 +196,9 @@ func TestAzureWindowsCluster(t *testing.T) {
 	g.Expect(az.Guests.Rejected()).To(BeEmpty())
 	g.Expect(az.Azure.Throttled()).To(BeZero(), "writes throttled by the simulated Azure's 10 a second")
 
-	c := &clusterv1.Cluster{}
-	g.Expect(az.Management.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, c)).To(Succeed())
-	g.Expect(az.Management.Client.Delete(ctx, c)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		err := az.Management.Client.Get(ctx, client.ObjectKeyFromObject(c), &clusterv1.Cluster{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Cluster is gone")
+	deleteClusterOn(t, az, o, func(g Gomega) {
 		g.Expect(az.Azure.ResourceGroups()).To(BeEmpty(), "the resource group capwin made is deleted")
-	}, wait, 250*time.Millisecond).Should(Succeed())
+	})
 }
 
 // azureVM is the simulated Azure's VM named name, or nil.

@@ -187,15 +187,24 @@ func dumpOn(t testing.TB, s *sim.Sim, o sim.ClusterOptions) {
 // one of its VMs are gone.
 func deleteCluster(t testing.TB, o sim.ClusterOptions) {
 	t.Helper()
+	deleteClusterOn(t, s, o, func(g Gomega) {
+		g.Expect(vms(t, o.Name)).To(BeEmpty(), "VMs left in vCenter")
+	})
+}
+
+// deleteClusterOn deletes the cluster on the simulation sm and waits until
+// the Cluster is gone and left holds.
+func deleteClusterOn(t testing.TB, sm *sim.Sim, o sim.ClusterOptions, left func(g Gomega)) {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
 	c := &clusterv1.Cluster{}
-	g.Expect(s.Management.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, c)).To(Succeed())
-	g.Expect(s.Management.Client.Delete(ctx, c)).To(Succeed())
+	g.Expect(sm.Management.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, c)).To(Succeed())
+	g.Expect(sm.Management.Client.Delete(ctx, c)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		err := s.Management.Client.Get(ctx, client.ObjectKeyFromObject(c), &clusterv1.Cluster{})
+		err := sm.Management.Client.Get(ctx, client.ObjectKeyFromObject(c), &clusterv1.Cluster{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Cluster is gone")
-		g.Expect(vms(t, o.Name)).To(BeEmpty(), "VMs left in vCenter")
+		left(g)
 	}, wait, 250*time.Millisecond).Should(Succeed())
 }
 

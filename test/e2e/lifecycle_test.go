@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -227,14 +228,17 @@ func setPaused(t testing.TB, o sim.ClusterOptions, paused bool) {
 	setPausedOn(t, s, o, paused)
 }
 
+// setPausedOn pauses or unpauses the cluster; it works in a cleanup too,
+// once t's context has ended.
 func setPausedOn(t testing.TB, sm *sim.Sim, o sim.ClusterOptions, paused bool) {
 	t.Helper()
 	g := NewWithT(t)
+	ctx := context.WithoutCancel(t.Context())
 	c := &clusterv1.Cluster{}
-	g.Expect(sm.Management.Client.Get(t.Context(), client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, c)).To(Succeed())
+	g.Expect(sm.Management.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, c)).To(Succeed())
 	patch := client.MergeFrom(c.DeepCopy())
 	c.Spec.Paused = ptr.To(paused)
-	g.Expect(sm.Management.Client.Patch(t.Context(), c, patch)).To(Succeed())
+	g.Expect(sm.Management.Client.Patch(ctx, c, patch)).To(Succeed())
 }
 
 // TestClusterDeletionLeavesNothing deletes a cluster with Windows workers:
