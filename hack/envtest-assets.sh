@@ -4,8 +4,9 @@
 #
 # A finished directory carries a stamp file; it is written last, after both
 # binaries have been renamed into place, so an interrupted build is never
-# taken for a finished one. Each binary is built to a temporary name in the
-# same directory and renamed, so a half-written file never has the final name.
+# taken for a finished one. The binaries are built into a temporary
+# directory beside it and renamed, so a half-written file never has a final
+# name.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,11 +23,14 @@ if [[ -f "$stamp" && -x "$dir/kube-apiserver" && -x "$dir/etcd" ]]; then
   exit 0
 fi
 
-# The wrapper modules must pin the versions named in versions.env.
+# The modules must pin the versions named in versions.env: the envtest
+# module both binaries are built from, and hack/kubernetes, the bundle's.
 grep -q "k8s.io/kubernetes $KUBE_VERSION" "$root/hack/kubernetes/go.mod" ||
   { echo "hack/kubernetes/go.mod does not pin k8s.io/kubernetes $KUBE_VERSION" >&2; exit 1; }
-grep -q "go.etcd.io/etcd/server/v3 $ETCD_VERSION" "$tools/etcd/go.mod" ||
-  { echo "hack/tools/envtest/etcd/go.mod does not pin go.etcd.io/etcd/server/v3 $ETCD_VERSION" >&2; exit 1; }
+grep -q "k8s.io/kubernetes $KUBE_VERSION" "$tools/go.mod" ||
+  { echo "hack/tools/envtest/go.mod does not pin k8s.io/kubernetes $KUBE_VERSION" >&2; exit 1; }
+grep -q "go.etcd.io/etcd/server/v3 $ETCD_VERSION" "$tools/go.mod" ||
+  { echo "hack/tools/envtest/go.mod does not pin go.etcd.io/etcd/server/v3 $ETCD_VERSION" >&2; exit 1; }
 
 mkdir -p "$dir"
 # One build at a time per directory; a second caller waits, then finds the
@@ -38,27 +42,46 @@ if [[ -f "$stamp" && -x "$dir/kube-apiserver" && -x "$dir/etcd" ]]; then
   exit 0
 fi
 # Temporary files of an interrupted build.
-rm -f "$dir"/.kube-apiserver.* "$dir"/.etcd.*
+rm -rf "$dir"/.build.*
 
-tmp=""
-trap 'if [[ -n "$tmp" ]]; then rm -f "$tmp"; fi' EXIT
-
-build() { # name module-dir package ldflags
-  local name=$1 mod=$2 pkg=$3 ldflags=$4
-  if [[ -x "$dir/$name" ]]; then
-    return 0 # renamed into place only once complete
-  fi
-  tmp=$(mktemp "$dir/.$name.XXXXXX")
-  echo "building $name ($pkg) into $dir; this takes several minutes the first time" >&2
-  (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg")
-  mv -f "$tmp" "$dir/$name"
-  tmp=""
+tmp="" ticker=""
+cleanup() {
+  if [[ -n "$ticker" ]]; then kill "$ticker" 2>/dev/null || true; fi
+  if [[ -n "$tmp" ]]; then rm -rf "$tmp"; fi
 }
+trap cleanup EXIT
 
-minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
-build kube-apiserver "$root/hack/kubernetes" k8s.io/kubernetes/cmd/kube-apiserver \
-  "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-build etcd "$tools/etcd" go.etcd.io/etcd/server/v3 "-s -w"
+# Both in one go build, with go test's defaults (no -trimpath, cgo as the go
+# command finds it): the packages they share with each other and with the
+# management module's tests are compiled once (hack/tools/envtest/go.mod).
+if [[ ! -x "$dir/kube-apiserver" || ! -x "$dir/etcd" ]]; then
+  tmp=$(mktemp -d "$dir/.build.XXXXXX")
+  echo "building the envtest control plane, kube-apiserver $KUBE_VERSION and etcd $ETCD_VERSION (hack/tools/envtest), into $dir: about 8 minutes on 2 cores the first time, then cached" >&2
+  start=$SECONDS
+  # Elapsed time every 30 s, on standard error only (standard output is the
+  # directory, read by the caller); without the lock, and only while this
+  # script runs.
+  (
+    exec 9>&-
+    trap 'kill "$s" 2>/dev/null; exit 0' TERM
+    while kill -0 $$ 2>/dev/null; do
+      sleep 30 & s=$!
+      wait "$s"
+      echo "  still building the envtest control plane: $((SECONDS - start)) s"
+    done
+  ) >&2 &
+  ticker=$!
+  minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
+  (cd "$tools" && GOFLAGS=-mod=readonly go build \
+    -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean" \
+    -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3)
+  kill "$ticker" 2>/dev/null || true
+  ticker=""
+  # go build names etcd's program after its package, server.
+  mv -f "$tmp/kube-apiserver" "$dir/kube-apiserver"
+  mv -f "$tmp/server" "$dir/etcd"
+  echo "built the envtest control plane in $((SECONDS - start)) s" >&2
+fi
 
 "$dir/kube-apiserver" --version >&2
 # Not `| head -1`: head exits after one line, and etcd, still writing,

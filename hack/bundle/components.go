@@ -56,8 +56,9 @@ var Components = []Component{
 	{Name: "capwin-node", File: "capwin-node.exe", Module: "github.com/capwin/capwin/node-components", Package: "github.com/capwin/capwin/node-components/cmd/capwin-node", Small: true},
 }
 
-// KubernetesWrapper is the module that pins k8s.io/kubernetes, for
-// envtest's kube-apiserver (hack/envtest-assets.sh) and the bundle alike.
+// KubernetesWrapper is the module that pins the bundle's k8s.io/kubernetes
+// (envtest's kube-apiserver is built from hack/tools/envtest, at the same
+// version: hack/envtest-assets.sh checks it).
 const KubernetesWrapper = "hack/kubernetes"
 
 // Pin is a component's module version as its wrapper module requires it.

@@ -1,6 +1,6 @@
-// Module kubernetes pins the k8s.io/kubernetes release capwin builds from:
-// envtest's kube-apiserver (hack/envtest-assets.sh) and the node bundle's
-// kubelet, kube-proxy and kubeadm for Windows (make bundle). Its staging
+// Module kubernetes pins the k8s.io/kubernetes release the node bundle's
+// kubelet, kube-proxy and kubeadm for Windows are built from (make bundle),
+// with the versions of every module that release requires. Its staging
 // modules are replaced with their published versions, as the kubernetes
 // go.mod replaces them with local paths. make bundle builds another
 // Kubernetes version from a module it writes the same way.

@@ -1,11 +1,10 @@
-package azuresim
+package azuresim_test
 
 import (
 	"context"
 	"encoding/base64"
 	"errors"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,9 +15,12 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources"
+
+	"github.com/capwin/capwin/platform/azure/azuresim"
 )
 
 const (
@@ -50,19 +52,19 @@ func newClients(t *testing.T, subscription string, o *arm.ClientOptions) clients
 			t.Fatal(e)
 		}
 	}
-	cl.groups, err = armresources.NewResourceGroupsClient(subscription, Credential(), o)
+	cl.groups, err = armresources.NewResourceGroupsClient(subscription, azuresim.Credential(), o)
 	must(err)
-	cl.vnets, err = armnetwork.NewVirtualNetworksClient(subscription, Credential(), o)
+	cl.vnets, err = armnetwork.NewVirtualNetworksClient(subscription, azuresim.Credential(), o)
 	must(err)
-	cl.subnets, err = armnetwork.NewSubnetsClient(subscription, Credential(), o)
+	cl.subnets, err = armnetwork.NewSubnetsClient(subscription, azuresim.Credential(), o)
 	must(err)
-	cl.nsgs, err = armnetwork.NewSecurityGroupsClient(subscription, Credential(), o)
+	cl.nsgs, err = armnetwork.NewSecurityGroupsClient(subscription, azuresim.Credential(), o)
 	must(err)
-	cl.nics, err = armnetwork.NewInterfacesClient(subscription, Credential(), o)
+	cl.nics, err = armnetwork.NewInterfacesClient(subscription, azuresim.Credential(), o)
 	must(err)
-	cl.vms, err = armcompute.NewVirtualMachinesClient(subscription, Credential(), o)
+	cl.vms, err = armcompute.NewVirtualMachinesClient(subscription, azuresim.Credential(), o)
 	must(err)
-	cl.disks, err = armcompute.NewDisksClient(subscription, Credential(), o)
+	cl.disks, err = armcompute.NewDisksClient(subscription, azuresim.Credential(), o)
 	must(err)
 	return cl
 }
@@ -72,7 +74,7 @@ func newClients(t *testing.T, subscription string, o *arm.ClientOptions) clients
 func (cl clients) network(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := cl.groups.CreateOrUpdate(ctx, rg, armresources.ResourceGroup{Location: ptr(location)}, nil); err != nil {
+	if _, err := cl.groups.CreateOrUpdate(ctx, rg, armresources.ResourceGroup{Location: to.Ptr(location)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	p, err := cl.vnets.BeginCreateOrUpdate(ctx, rg, "vnet", vnet("10.1.0.0/16", subnet("nodes", "10.1.2.0/24")), nil)
@@ -116,26 +118,26 @@ func (cl clients) vm(t *testing.T, name string, body armcompute.VirtualMachine) 
 
 func vnet(space string, subnets ...*armnetwork.Subnet) armnetwork.VirtualNetwork {
 	return armnetwork.VirtualNetwork{
-		Location: ptr(location),
+		Location: to.Ptr(location),
 		Properties: &armnetwork.VirtualNetworkPropertiesFormat{
-			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{ptr(space)}},
+			AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr(space)}},
 			Subnets:      subnets,
 		},
 	}
 }
 
 func subnet(name, prefix string) *armnetwork.Subnet {
-	return &armnetwork.Subnet{Name: ptr(name), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: ptr(prefix)}}
+	return &armnetwork.Subnet{Name: to.Ptr(name), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr(prefix)}}
 }
 
 func nicBody(subnetID string) armnetwork.Interface {
 	return armnetwork.Interface{
-		Location: ptr(location),
+		Location: to.Ptr(location),
 		Properties: &armnetwork.InterfacePropertiesFormat{
-			EnableIPForwarding: ptr(true),
+			EnableIPForwarding: to.Ptr(true),
 			IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{
-				Name:       ptr("ipconfig1"),
-				Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: ptr(subnetID)}},
+				Name:       to.Ptr("ipconfig1"),
+				Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: to.Ptr(subnetID)}},
 			}},
 		},
 	}
@@ -145,25 +147,25 @@ func nicBody(subnetID string) armnetwork.Interface {
 // the functions given.
 func windowsVM(nicID, customData string, edits ...func(*armcompute.VirtualMachine)) armcompute.VirtualMachine {
 	vm := armcompute.VirtualMachine{
-		Location: ptr(location),
-		Zones:    []*string{ptr("1")},
+		Location: to.Ptr(location),
+		Zones:    []*string{to.Ptr("1")},
 		Properties: &armcompute.VirtualMachineProperties{
-			HardwareProfile: &armcompute.HardwareProfile{VMSize: ptr(armcompute.VirtualMachineSizeTypesStandardD2SV3)},
-			LicenseType:     ptr("Windows_Server"),
+			HardwareProfile: &armcompute.HardwareProfile{VMSize: to.Ptr(armcompute.VirtualMachineSizeTypesStandardD2SV3)},
+			LicenseType:     to.Ptr("Windows_Server"),
 			OSProfile: &armcompute.OSProfile{
-				ComputerName:         ptr("win-abc12"),
-				AdminUsername:        ptr("capwin"),
-				AdminPassword:        ptr("Correct-Horse-9"),
-				CustomData:           ptr(base64.StdEncoding.EncodeToString([]byte(customData))),
+				ComputerName:         to.Ptr("win-abc12"),
+				AdminUsername:        to.Ptr("capwin"),
+				AdminPassword:        to.Ptr("Correct-Horse-9"),
+				CustomData:           to.Ptr(base64.StdEncoding.EncodeToString([]byte(customData))),
 				WindowsConfiguration: &armcompute.WindowsConfiguration{},
 			},
 			StorageProfile: &armcompute.StorageProfile{
 				ImageReference: &armcompute.ImageReference{
-					Publisher: ptr("MicrosoftWindowsServer"), Offer: ptr("WindowsServer"),
-					SKU: ptr("2022-datacenter-core"), Version: ptr("latest"),
+					Publisher: to.Ptr("MicrosoftWindowsServer"), Offer: to.Ptr("WindowsServer"),
+					SKU: to.Ptr("2022-datacenter-core"), Version: to.Ptr("latest"),
 				},
 			},
-			NetworkProfile: &armcompute.NetworkProfile{NetworkInterfaces: []*armcompute.NetworkInterfaceReference{{ID: ptr(nicID)}}},
+			NetworkProfile: &armcompute.NetworkProfile{NetworkInterfaces: []*armcompute.NetworkInterfaceReference{{ID: to.Ptr(nicID)}}},
 		},
 	}
 	for _, e := range edits {
@@ -187,7 +189,7 @@ func wantError(t *testing.T, err error, status int, code string) *azcore.Respons
 
 func TestVMCreateWithPollsAndResume(t *testing.T) {
 	ctx := context.Background()
-	c := New(Options{SubscriptionID: sub, Polls: 2})
+	c := azuresim.New(azuresim.Options{SubscriptionID: sub, Polls: 2})
 	var mu sync.Mutex
 	var booted []armcompute.VirtualMachine
 	done := make(chan struct{}, 4)
@@ -259,7 +261,7 @@ func TestVMCreateWithPollsAndResume(t *testing.T) {
 		t.Fatalf("result state %s vmId %q", deref(res.Properties.ProvisioningState), deref(res.Properties.VMID))
 	}
 
-	got, err = cl.vms.Get(ctx, rg, "vm1", &armcompute.VirtualMachinesClientGetOptions{Expand: ptr(armcompute.InstanceViewTypesInstanceView)})
+	got, err = cl.vms.Get(ctx, rg, "vm1", &armcompute.VirtualMachinesClientGetOptions{Expand: to.Ptr(armcompute.InstanceViewTypesInstanceView)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +313,7 @@ func TestVMCreateWithPollsAndResume(t *testing.T) {
 
 func TestRejections(t *testing.T) {
 	ctx := context.Background()
-	c := New(Options{SubscriptionID: sub})
+	c := azuresim.New(azuresim.Options{SubscriptionID: sub})
 	cl := newClients(t, sub, c.ClientOptions())
 	subnetID := cl.network(t)
 	nic1 := deref(cl.nic(t, "nic1", subnetID).ID)
@@ -334,32 +336,32 @@ func TestRejections(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"computerName longer than 15", osProfile(func(o *armcompute.OSProfile) { o.ComputerName = ptr("a234567890123456") }), 400, "InvalidParameter"},
-		{"computerName only digits", osProfile(func(o *armcompute.OSProfile) { o.ComputerName = ptr("12345") }), 400, "InvalidParameter"},
-		{"computerName with underscore", osProfile(func(o *armcompute.OSProfile) { o.ComputerName = ptr("win_1") }), 400, "InvalidParameter"},
-		{"computerName with period", osProfile(func(o *armcompute.OSProfile) { o.ComputerName = ptr("win.1") }), 400, "InvalidParameter"},
+		{"computerName longer than 15", osProfile(func(o *armcompute.OSProfile) { o.ComputerName = to.Ptr("a234567890123456") }), 400, "InvalidParameter"},
+		{"computerName only digits", osProfile(func(o *armcompute.OSProfile) { o.ComputerName = to.Ptr("12345") }), 400, "InvalidParameter"},
+		{"computerName with underscore", osProfile(func(o *armcompute.OSProfile) { o.ComputerName = to.Ptr("win_1") }), 400, "InvalidParameter"},
+		{"computerName with period", osProfile(func(o *armcompute.OSProfile) { o.ComputerName = to.Ptr("win.1") }), 400, "InvalidParameter"},
 		{"computerName missing", osProfile(func(o *armcompute.OSProfile) { o.ComputerName = nil }), 400, "InvalidParameter"},
 		{"adminUsername missing", osProfile(func(o *armcompute.OSProfile) { o.AdminUsername = nil }), 400, "InvalidParameter"},
-		{"adminUsername Administrator", osProfile(func(o *armcompute.OSProfile) { o.AdminUsername = ptr("Administrator") }), 400, "InvalidParameter"},
-		{"adminUsername support_388945a0", osProfile(func(o *armcompute.OSProfile) { o.AdminUsername = ptr("SUPPORT_388945a0") }), 400, "InvalidParameter"},
-		{"adminUsername longer than 20", osProfile(func(o *armcompute.OSProfile) { o.AdminUsername = ptr("a23456789012345678901") }), 400, "InvalidParameter"},
+		{"adminUsername Administrator", osProfile(func(o *armcompute.OSProfile) { o.AdminUsername = to.Ptr("Administrator") }), 400, "InvalidParameter"},
+		{"adminUsername support_388945a0", osProfile(func(o *armcompute.OSProfile) { o.AdminUsername = to.Ptr("SUPPORT_388945a0") }), 400, "InvalidParameter"},
+		{"adminUsername longer than 20", osProfile(func(o *armcompute.OSProfile) { o.AdminUsername = to.Ptr("a23456789012345678901") }), 400, "InvalidParameter"},
 		{"adminPassword missing", osProfile(func(o *armcompute.OSProfile) { o.AdminPassword = nil }), 400, "InvalidParameter"},
-		{"adminPassword of 11 characters", osProfile(func(o *armcompute.OSProfile) { o.AdminPassword = ptr("Abcdefghi1!") }), 400, "InvalidParameter"},
-		{"adminPassword of two classes", osProfile(func(o *armcompute.OSProfile) { o.AdminPassword = ptr("abcdefghijkl123") }), 400, "InvalidParameter"},
-		{"adminPassword longer than 123", osProfile(func(o *armcompute.OSProfile) { o.AdminPassword = ptr("Aa1" + strings.Repeat("x", 121)) }), 400, "InvalidParameter"},
-		{"customData not base64", osProfile(func(o *armcompute.OSProfile) { o.CustomData = ptr("not base64!") }), 400, "InvalidParameter"},
-		{"customData over 64 KiB", osProfile(func(o *armcompute.OSProfile) {
-			o.CustomData = ptr(base64.StdEncoding.EncodeToString(make([]byte, maxCustomData+1)))
+		{"adminPassword of 11 characters", osProfile(func(o *armcompute.OSProfile) { o.AdminPassword = to.Ptr("Abcdefghi1!") }), 400, "InvalidParameter"},
+		{"adminPassword of two classes", osProfile(func(o *armcompute.OSProfile) { o.AdminPassword = to.Ptr("abcdefghijkl123") }), 400, "InvalidParameter"},
+		{"adminPassword longer than 123", osProfile(func(o *armcompute.OSProfile) { o.AdminPassword = to.Ptr("Aa1" + strings.Repeat("x", 121)) }), 400, "InvalidParameter"},
+		{"customData not base64", osProfile(func(o *armcompute.OSProfile) { o.CustomData = to.Ptr("not base64!") }), 400, "InvalidParameter"},
+		{"customData over 65535 bytes, Azure's limit", osProfile(func(o *armcompute.OSProfile) {
+			o.CustomData = to.Ptr(base64.StdEncoding.EncodeToString(make([]byte, 65535+1)))
 		}), 400, "InvalidParameter"},
-		{"two zones", newVM(func(vm *armcompute.VirtualMachine) { vm.Zones = []*string{ptr("1"), ptr("2")} }), 400, "InvalidParameter"},
-		{"zone 4", newVM(func(vm *armcompute.VirtualMachine) { vm.Zones = []*string{ptr("4")} }), 400, "InvalidParameter"},
+		{"two zones", newVM(func(vm *armcompute.VirtualMachine) { vm.Zones = []*string{to.Ptr("1"), to.Ptr("2")} }), 400, "InvalidParameter"},
+		{"zone 4", newVM(func(vm *armcompute.VirtualMachine) { vm.Zones = []*string{to.Ptr("4")} }), 400, "InvalidParameter"},
 		{"no image", newVM(func(vm *armcompute.VirtualMachine) { vm.Properties.StorageProfile.ImageReference = nil }), 400, "InvalidParameter"},
 		{"image without version", newVM(func(vm *armcompute.VirtualMachine) { vm.Properties.StorageProfile.ImageReference.Version = nil }), 400, "InvalidParameter"},
 		{"no location", newVM(func(vm *armcompute.VirtualMachine) { vm.Location = nil }), 400, "LocationRequired"},
 		{"NIC missing", newVM(func(vm *armcompute.VirtualMachine) {
-			vm.Properties.NetworkProfile.NetworkInterfaces[0].ID = ptr(strings.Replace(nic2, "nic2", "nic9", 1))
+			vm.Properties.NetworkProfile.NetworkInterfaces[0].ID = to.Ptr(strings.Replace(nic2, "nic2", "nic9", 1))
 		}), 400, "NotFound"},
-		{"NIC in another location", newVM(func(vm *armcompute.VirtualMachine) { vm.Location = ptr("northeurope") }), 400, "InvalidResourceReference"},
+		{"NIC in another location", newVM(func(vm *armcompute.VirtualMachine) { vm.Location = to.Ptr("northeurope") }), 400, "InvalidResourceReference"},
 		{"NIC used by another VM", func() error { return putVM("vm2", windowsVM(nic1, "two")) }, 400, "NicInUse"},
 		{"VM in missing group", func() error {
 			_, err := cl.vms.BeginCreateOrUpdate(ctx, "nope", "vm2", windowsVM(nic2, "two"), nil)
@@ -367,10 +369,10 @@ func TestRejections(t *testing.T) {
 		}, 404, "ResourceGroupNotFound"},
 		{"update changes customData", func() error { return putVM("vm1", windowsVM(nic1, "changed")) }, 409, "PropertyChangeNotAllowed"},
 		{"update changes computerName", func() error {
-			return putVM("vm1", windowsVM(nic1, "one", func(vm *armcompute.VirtualMachine) { vm.Properties.OSProfile.ComputerName = ptr("win-other") }))
+			return putVM("vm1", windowsVM(nic1, "one", func(vm *armcompute.VirtualMachine) { vm.Properties.OSProfile.ComputerName = to.Ptr("win-other") }))
 		}, 409, "PropertyChangeNotAllowed"},
 		{"update changes adminUsername", func() error {
-			return putVM("vm1", windowsVM(nic1, "one", func(vm *armcompute.VirtualMachine) { vm.Properties.OSProfile.AdminUsername = ptr("someone") }))
+			return putVM("vm1", windowsVM(nic1, "one", func(vm *armcompute.VirtualMachine) { vm.Properties.OSProfile.AdminUsername = to.Ptr("someone") }))
 		}, 409, "PropertyChangeNotAllowed"},
 		{"subnet outside the vnet", func() error {
 			_, err := cl.subnets.BeginCreateOrUpdate(ctx, rg, "vnet", "outside", *subnet("outside", "10.2.0.0/24"), nil)
@@ -386,7 +388,7 @@ func TestRejections(t *testing.T) {
 		}, 400, "NetcfgSubnetRangesOverlap"},
 		{"subnet refers to a missing NSG", func() error {
 			s := subnet("guarded", "10.1.3.0/24")
-			s.Properties.NetworkSecurityGroup = &armnetwork.SecurityGroup{ID: ptr(c.resourceID(rg, typeNSG, "missing"))}
+			s.Properties.NetworkSecurityGroup = &armnetwork.SecurityGroup{ID: to.Ptr("/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/networkSecurityGroups/missing")}
 			_, err := cl.subnets.BeginCreateOrUpdate(ctx, rg, "vnet", "guarded", *s, nil)
 			return err
 		}, 400, "InvalidResourceReference"},
@@ -432,7 +434,7 @@ func TestRejections(t *testing.T) {
 			return err
 		}, 404, "ResourceGroupNotFound"},
 		{"group moves location", func() error {
-			_, err := cl.groups.CreateOrUpdate(ctx, rg, armresources.ResourceGroup{Location: ptr("eastus")}, nil)
+			_, err := cl.groups.CreateOrUpdate(ctx, rg, armresources.ResourceGroup{Location: to.Ptr("eastus")}, nil)
 			return err
 		}, 409, "InvalidResourceGroupLocation"},
 		{"another subscription", func() error {
@@ -460,7 +462,7 @@ func TestRejections(t *testing.T) {
 
 func TestChangeNotAllowedMessage(t *testing.T) {
 	ctx := context.Background()
-	c := New(Options{SubscriptionID: sub})
+	c := azuresim.New(azuresim.Options{SubscriptionID: sub})
 	cl := newClients(t, sub, c.ClientOptions())
 	nic := deref(cl.nic(t, "nic1", cl.network(t)).ID)
 	cl.vm(t, "vm1", windowsVM(nic, "one"))
@@ -474,7 +476,7 @@ func TestChangeNotAllowedMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got.Tags = map[string]*string{"k": ptr("v")}
+	got.Tags = map[string]*string{"k": to.Ptr("v")}
 	p, err := cl.vms.BeginCreateOrUpdate(ctx, rg, "vm1", got.VirtualMachine, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -491,26 +493,26 @@ func TestChangeNotAllowedMessage(t *testing.T) {
 // on a VM that exists is refused with 412, as ARM does.
 func TestIfNoneMatchRefusesAnOverwrite(t *testing.T) {
 	ctx := context.Background()
-	c := New(Options{SubscriptionID: sub})
+	c := azuresim.New(azuresim.Options{SubscriptionID: sub})
 	cl := newClients(t, sub, c.ClientOptions())
 	nic := deref(cl.nic(t, "nic1", cl.network(t)).ID)
 	cl.vm(t, "vm1", windowsVM(nic, "one"))
-	_, err := cl.vms.BeginCreateOrUpdate(ctx, rg, "vm1", windowsVM(nic, "one"), &armcompute.VirtualMachinesClientBeginCreateOrUpdateOptions{IfNoneMatch: ptr("*")})
+	_, err := cl.vms.BeginCreateOrUpdate(ctx, rg, "vm1", windowsVM(nic, "one"), &armcompute.VirtualMachinesClientBeginCreateOrUpdateOptions{IfNoneMatch: to.Ptr("*")})
 	_ = wantError(t, err, http.StatusPreconditionFailed, "PreconditionFailed")
 }
 
 func TestDeleteOptions(t *testing.T) {
 	ctx := context.Background()
-	c := New(Options{SubscriptionID: sub, Polls: 1})
+	c := azuresim.New(azuresim.Options{SubscriptionID: sub, Polls: 1})
 	cl := newClients(t, sub, c.ClientOptions())
 	subnetID := cl.network(t)
 	keep := deref(cl.nic(t, "keep-nic", subnetID).ID)
 	drop := deref(cl.nic(t, "drop-nic", subnetID).ID)
 	cl.vm(t, "keep", windowsVM(keep, "k"))
 	cl.vm(t, "drop", windowsVM(drop, "d", func(vm *armcompute.VirtualMachine) {
-		vm.Properties.OSProfile.ComputerName = ptr("drop")
-		vm.Properties.StorageProfile.OSDisk = &armcompute.OSDisk{Name: ptr("drop-os"), DeleteOption: ptr(armcompute.DiskDeleteOptionTypesDelete)}
-		vm.Properties.NetworkProfile.NetworkInterfaces[0].Properties = &armcompute.NetworkInterfaceReferenceProperties{DeleteOption: ptr(armcompute.DeleteOptionsDelete)}
+		vm.Properties.OSProfile.ComputerName = to.Ptr("drop")
+		vm.Properties.StorageProfile.OSDisk = &armcompute.OSDisk{Name: to.Ptr("drop-os"), DeleteOption: to.Ptr(armcompute.DiskDeleteOptionTypesDelete)}
+		vm.Properties.NetworkProfile.NetworkInterfaces[0].Properties = &armcompute.NetworkInterfaceReferenceProperties{DeleteOption: to.Ptr(armcompute.DeleteOptionsDelete)}
 	}))
 	if n := len(c.Disks()); n != 2 {
 		t.Fatalf("%d disks, want 2", n)
@@ -556,7 +558,7 @@ func TestDeleteOptions(t *testing.T) {
 }
 
 func TestFaultRetryAfterBeyondSDKLimit(t *testing.T) {
-	c := New(Options{SubscriptionID: sub})
+	c := azuresim.New(azuresim.Options{SubscriptionID: sub})
 	c.SetFault(func(req *http.Request) *http.Response {
 		h := http.Header{}
 		h.Set("Retry-After", "120")
@@ -580,7 +582,7 @@ func TestFaultRetryAfterBeyondSDKLimit(t *testing.T) {
 
 func TestWritesPerSecond(t *testing.T) {
 	ctx := context.Background()
-	c := New(Options{SubscriptionID: sub, WritesPerSecond: 5, WriteBurst: 5})
+	c := azuresim.New(azuresim.Options{SubscriptionID: sub, WritesPerSecond: 5, WriteBurst: 5})
 	o := c.ClientOptions()
 	o.Retry = policy.RetryOptions{MaxRetries: -1}
 	cl := newClients(t, sub, o)
@@ -618,14 +620,14 @@ func TestWritesPerSecond(t *testing.T) {
 
 func TestNICUpdateKeepsAddressAndGroupDelete(t *testing.T) {
 	ctx := context.Background()
-	c := New(Options{SubscriptionID: sub, Polls: 1})
+	c := azuresim.New(azuresim.Options{SubscriptionID: sub, Polls: 1})
 	cl := newClients(t, sub, c.ClientOptions())
 	subnetID := cl.network(t)
 	first := cl.nic(t, "a", subnetID)
 	cl.nic(t, "b", subnetID)
 	// Deleting a frees .4; an update of b keeps .5 all the same.
 	body := nicBody(subnetID)
-	body.Properties.EnableIPForwarding = ptr(false)
+	body.Properties.EnableIPForwarding = to.Ptr(false)
 	p, err := cl.nics.BeginCreateOrUpdate(ctx, rg, "B", body, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -674,29 +676,33 @@ func TestNICUpdateKeepsAddressAndGroupDelete(t *testing.T) {
 	}
 }
 
-func TestAddressHelpers(t *testing.T) {
-	tests := []struct {
-		prefix, addr string
-		reserved     bool
-	}{
-		{"10.0.0.0/24", "10.0.0.0", true},
-		{"10.0.0.0/24", "10.0.0.3", true},
-		{"10.0.0.0/24", "10.0.0.4", false},
-		{"10.0.0.0/24", "10.0.0.254", false},
-		{"10.0.0.0/24", "10.0.0.255", true},
-		{"10.0.0.16/29", "10.0.0.20", false},
-		{"10.0.0.16/29", "10.0.0.23", true},
+// TestSubnetAddresses: a NIC gets the lowest free address of its subnet
+// past the five Azure reserves (the network address, the next three, and
+// the broadcast address), and a subnet with host bits set is refused.
+func TestSubnetAddresses(t *testing.T) {
+	ctx := context.Background()
+	c := azuresim.New(azuresim.Options{SubscriptionID: sub})
+	cl := newClients(t, sub, c.ClientOptions())
+	cl.network(t)
+	p, err := cl.subnets.BeginCreateOrUpdate(ctx, rg, "vnet", "small", *subnet("small", "10.1.0.16/29"), nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		p, _ := parsePrefix(tt.prefix, "t")
-		a := mustAddr(t, tt.addr)
-		if got := reserved(p, a); got != tt.reserved {
-			t.Errorf("reserved(%s, %s) = %v", tt.prefix, tt.addr, got)
+	small, err := p.PollUntilDone(ctx, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"10.1.0.20", "10.1.0.21", "10.1.0.22"} {
+		n := cl.nic(t, "small-"+strconv.Itoa(i), deref(small.ID))
+		if got := deref(n.Properties.IPConfigurations[0].Properties.PrivateIPAddress); got != want {
+			t.Errorf("NIC %d in 10.1.0.16/29 got %s, want %s", i, got, want)
 		}
 	}
-	if _, e := parsePrefix("10.0.0.5/24", "t"); e == nil || e.Code != "InvalidCIDRNotation" {
-		t.Errorf("10.0.0.5/24 accepted: %v", e)
-	}
+	_, err = cl.nics.BeginCreateOrUpdate(ctx, rg, "small-3", nicBody(deref(small.ID)), nil)
+	wantError(t, err, 400, "SubnetIsFull")
+
+	_, err = cl.subnets.BeginCreateOrUpdate(ctx, rg, "vnet", "unmasked", *subnet("unmasked", "10.1.5.5/24"), nil)
+	wantError(t, err, 400, "InvalidCIDRNotation")
 }
 
 func readBody(resp *http.Response) (string, error) {
@@ -704,18 +710,9 @@ func readBody(resp *http.Response) (string, error) {
 	return string(b), err
 }
 
-func mustAddr(t *testing.T, s string) netip.Addr {
-	t.Helper()
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
 func TestConcurrentNICCreatesGetDistinctAddresses(t *testing.T) {
 	ctx := context.Background()
-	c := New(Options{SubscriptionID: sub, Polls: 1})
+	c := azuresim.New(azuresim.Options{SubscriptionID: sub, Polls: 1})
 	cl := newClients(t, sub, c.ClientOptions())
 	subnetID := cl.network(t)
 	var wg sync.WaitGroup
@@ -755,19 +752,19 @@ func TestConcurrentNICCreatesGetDistinctAddresses(t *testing.T) {
 // the load balancer and then its address can.
 func TestLoadBalancerAndPublicIP(t *testing.T) {
 	ctx := context.Background()
-	c := New(Options{SubscriptionID: sub, Polls: 1})
+	c := azuresim.New(azuresim.Options{SubscriptionID: sub, Polls: 1})
 	cl := newClients(t, sub, c.ClientOptions())
 	subnetID := cl.network(t)
-	pips, err := armnetwork.NewPublicIPAddressesClient(sub, Credential(), c.ClientOptions())
+	pips, err := armnetwork.NewPublicIPAddressesClient(sub, azuresim.Credential(), c.ClientOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	lbs, err := armnetwork.NewLoadBalancersClient(sub, Credential(), c.ClientOptions())
+	lbs, err := armnetwork.NewLoadBalancersClient(sub, azuresim.Credential(), c.ClientOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	standard := &armnetwork.PublicIPAddressSKU{Name: ptr(armnetwork.PublicIPAddressSKUNameStandard)}
-	pp, err := pips.BeginCreateOrUpdate(ctx, rg, "pip", armnetwork.PublicIPAddress{Location: ptr(location), SKU: standard}, nil)
+	standard := &armnetwork.PublicIPAddressSKU{Name: to.Ptr(armnetwork.PublicIPAddressSKUNameStandard)}
+	pp, err := pips.BeginCreateOrUpdate(ctx, rg, "pip", armnetwork.PublicIPAddress{Location: to.Ptr(location), SKU: standard}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -781,29 +778,29 @@ func TestLoadBalancerAndPublicIP(t *testing.T) {
 	lbID := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/loadBalancers/lb"
 	body := func(pipID, poolRef string) armnetwork.LoadBalancer {
 		return armnetwork.LoadBalancer{
-			Location: ptr(location),
-			SKU:      &armnetwork.LoadBalancerSKU{Name: ptr(armnetwork.LoadBalancerSKUNameStandard)},
+			Location: to.Ptr(location),
+			SKU:      &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard)},
 			Properties: &armnetwork.LoadBalancerPropertiesFormat{
-				FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{Name: ptr("fe"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{PublicIPAddress: &armnetwork.PublicIPAddress{ID: ptr(pipID)}}}},
-				BackendAddressPools:      []*armnetwork.BackendAddressPool{{Name: ptr("pool")}},
-				LoadBalancingRules: []*armnetwork.LoadBalancingRule{{Name: ptr("r"), Properties: &armnetwork.LoadBalancingRulePropertiesFormat{
-					Protocol:                ptr(armnetwork.TransportProtocolTCP),
-					FrontendPort:            ptr[int32](6443),
-					BackendPort:             ptr[int32](6443),
-					DisableOutboundSnat:     ptr(true),
-					FrontendIPConfiguration: &armnetwork.SubResource{ID: ptr(lbID + "/frontendIPConfigurations/fe")},
-					BackendAddressPool:      &armnetwork.SubResource{ID: ptr(lbID + "/backendAddressPools/" + poolRef)},
+				FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{{Name: to.Ptr("fe"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{PublicIPAddress: &armnetwork.PublicIPAddress{ID: to.Ptr(pipID)}}}},
+				BackendAddressPools:      []*armnetwork.BackendAddressPool{{Name: to.Ptr("pool")}},
+				LoadBalancingRules: []*armnetwork.LoadBalancingRule{{Name: to.Ptr("r"), Properties: &armnetwork.LoadBalancingRulePropertiesFormat{
+					Protocol:                to.Ptr(armnetwork.TransportProtocolTCP),
+					FrontendPort:            to.Ptr[int32](6443),
+					BackendPort:             to.Ptr[int32](6443),
+					DisableOutboundSnat:     to.Ptr(true),
+					FrontendIPConfiguration: &armnetwork.SubResource{ID: to.Ptr(lbID + "/frontendIPConfigurations/fe")},
+					BackendAddressPool:      &armnetwork.SubResource{ID: to.Ptr(lbID + "/backendAddressPools/" + poolRef)},
 				}}},
-				OutboundRules: []*armnetwork.OutboundRule{{Name: ptr("out"), Properties: &armnetwork.OutboundRulePropertiesFormat{
-					Protocol:                 ptr(armnetwork.LoadBalancerOutboundRuleProtocolAll),
-					FrontendIPConfigurations: []*armnetwork.SubResource{{ID: ptr(lbID + "/frontendIPConfigurations/fe")}},
-					BackendAddressPool:       &armnetwork.SubResource{ID: ptr(lbID + "/backendAddressPools/pool")},
+				OutboundRules: []*armnetwork.OutboundRule{{Name: to.Ptr("out"), Properties: &armnetwork.OutboundRulePropertiesFormat{
+					Protocol:                 to.Ptr(armnetwork.LoadBalancerOutboundRuleProtocolAll),
+					FrontendIPConfigurations: []*armnetwork.SubResource{{ID: to.Ptr(lbID + "/frontendIPConfigurations/fe")}},
+					BackendAddressPool:       &armnetwork.SubResource{ID: to.Ptr(lbID + "/backendAddressPools/pool")},
 				}}},
 			},
 		}
 	}
 	// Refused as Azure refuses them.
-	basic, err := pips.BeginCreateOrUpdate(ctx, rg, "basic-pip", armnetwork.PublicIPAddress{Location: ptr(location)}, nil)
+	basic, err := pips.BeginCreateOrUpdate(ctx, rg, "basic-pip", armnetwork.PublicIPAddress{Location: to.Ptr(location)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -819,9 +816,9 @@ func TestLoadBalancerAndPublicIP(t *testing.T) {
 	_ = wantError(t, err, 400, "LoadBalancingRuleMustDisableSNATSinceSameFrontendIPConfigurationIsReferencedByOutboundRule")
 	_, err = lbs.BeginCreateOrUpdate(ctx, rg, strings.Repeat("l", 81), body(deref(pip.ID), "pool"), nil)
 	_ = wantError(t, err, 400, "InvalidResourceName")
-	_, err = cl.nsgs.BeginCreateOrUpdate(ctx, rg, "nsg", armnetwork.SecurityGroup{Location: ptr(location), Properties: &armnetwork.SecurityGroupPropertiesFormat{
-		SecurityRules: []*armnetwork.SecurityRule{{Name: ptr("r"), Properties: &armnetwork.SecurityRulePropertiesFormat{
-			Priority: ptr[int32](50), Direction: ptr(armnetwork.SecurityRuleDirectionInbound), Access: ptr(armnetwork.SecurityRuleAccessAllow), Protocol: ptr(armnetwork.SecurityRuleProtocolTCP),
+	_, err = cl.nsgs.BeginCreateOrUpdate(ctx, rg, "nsg", armnetwork.SecurityGroup{Location: to.Ptr(location), Properties: &armnetwork.SecurityGroupPropertiesFormat{
+		SecurityRules: []*armnetwork.SecurityRule{{Name: to.Ptr("r"), Properties: &armnetwork.SecurityRulePropertiesFormat{
+			Priority: to.Ptr[int32](50), Direction: to.Ptr(armnetwork.SecurityRuleDirectionInbound), Access: to.Ptr(armnetwork.SecurityRuleAccessAllow), Protocol: to.Ptr(armnetwork.SecurityRuleProtocolTCP),
 		}}},
 	}}, nil)
 	_ = wantError(t, err, 400, "SecurityRuleInvalidPriority")
@@ -841,10 +838,10 @@ func TestLoadBalancerAndPublicIP(t *testing.T) {
 	_ = wantError(t, err, 400, "PublicIPAddressCannotBeDeleted")
 
 	nic := nicBody(subnetID)
-	nic.Properties.IPConfigurations[0].Properties.LoadBalancerBackendAddressPools = []*armnetwork.BackendAddressPool{{ID: ptr(lbID + "/backendAddressPools/nope")}}
+	nic.Properties.IPConfigurations[0].Properties.LoadBalancerBackendAddressPools = []*armnetwork.BackendAddressPool{{ID: to.Ptr(lbID + "/backendAddressPools/nope")}}
 	_, err = cl.nics.BeginCreateOrUpdate(ctx, rg, "nic1", nic, nil)
 	_ = wantError(t, err, 400, "InvalidResourceReference")
-	nic.Properties.IPConfigurations[0].Properties.LoadBalancerBackendAddressPools[0].ID = ptr(lbID + "/backendAddressPools/pool")
+	nic.Properties.IPConfigurations[0].Properties.LoadBalancerBackendAddressPools[0].ID = to.Ptr(lbID + "/backendAddressPools/pool")
 	np, err := cl.nics.BeginCreateOrUpdate(ctx, rg, "nic1", nic, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -879,4 +876,13 @@ func TestLoadBalancerAndPublicIP(t *testing.T) {
 	if _, err := dp.PollUntilDone(ctx, fast); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// deref is *p, or the zero value when p is nil.
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
 }
