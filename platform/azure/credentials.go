@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/capwin/capwin/platform"
+	"github.com/capwin/capwin/platform/sharedread"
 )
 
 // The kinds of Azure identity an identity Secret's type key names.
@@ -162,7 +163,7 @@ type clientSet struct {
 	lbs        *armnetwork.LoadBalancersClient
 	// views are the recent reads of resource groups, shared by the
 	// resyncs of their machines.
-	views *views
+	views *sharedread.Reads[*groupView]
 }
 
 // get returns the clients of a login in a subscription.

@@ -3,9 +3,7 @@ package azure
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
@@ -13,6 +11,7 @@ import (
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/platform"
+	"github.com/capwin/capwin/platform/sharedread"
 )
 
 // viewTTL is how long a read of a resource group's VMs and network
@@ -44,83 +43,9 @@ type nicFacts struct {
 	addresses []string
 }
 
-// viewRead is a read of a resource group, in flight until done is closed.
-type viewRead struct {
-	done chan struct{}
-	at   time.Time
-	view *groupView
-	err  error
-}
-
-// views are the recent reads of the resource groups of one client set;
-// reconciles that ask at the same time share one read.
-type views struct {
-	mu     sync.Mutex
-	reads  map[string]*viewRead // by lower-case resource group
-	now    func() time.Time
-	maxAge time.Duration
-}
-
-func newViews() *views {
-	return &views{reads: map[string]*viewRead{}, now: time.Now, maxAge: viewTTL}
-}
-
-// get returns a read of group no older than maxAge, from read when there
-// is none or the last one was not answered. The read runs apart from the
-// context of the reconcile that starts it, which others may wait on, and
-// whose end ends only its own wait.
-func (v *views) get(ctx context.Context, group string, read func(context.Context) (*groupView, error)) (*groupView, error) {
-	k := strings.ToLower(group)
-	v.mu.Lock()
-	now := v.now()
-	for g, r := range v.reads {
-		// Old reads are dropped, so that a group no longer used is
-		// not kept, and so are reads Azure did not answer. A read it
-		// refused is kept as long as an answer would be: the machines'
-		// own reads stand in for it meanwhile.
-		if r.ended() && (errors.Is(r.err, platform.ErrUnavailable) || now.Sub(r.at) > v.maxAge) {
-			delete(v.reads, g)
-		}
-	}
-	r := v.reads[k]
-	if r == nil {
-		r = &viewRead{done: make(chan struct{}), at: now}
-		v.reads[k] = r
-		go func() {
-			r.view, r.err = readApart(ctx, read)
-			close(r.done)
-		}()
-	}
-	v.mu.Unlock()
-	select {
-	case <-r.done:
-		return r.view, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// readApart runs read on a context that ctx's end does not cancel, within
-// viewReadTimeout; a panic becomes its error.
-func readApart(ctx context.Context, read func(context.Context) (*groupView, error)) (view *groupView, err error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), viewReadTimeout)
-	defer cancel()
-	defer func() {
-		if p := recover(); p != nil {
-			view, err = nil, fmt.Errorf("reading the resource group: %v", p)
-		}
-	}()
-	return read(ctx)
-}
-
-// ended reports whether the read is done; its fields are then set.
-func (r *viewRead) ended() bool {
-	select {
-	case <-r.done:
-		return true
-	default:
-		return false
-	}
+// newViews returns the shared reads of one client set's resource groups.
+func newViews() *sharedread.Reads[*groupView] {
+	return sharedread.New[*groupView](viewTTL, viewReadTimeout)
 }
 
 // readGroup lists the resource group's VMs, with instance views, and its
@@ -167,7 +92,7 @@ func (p *Platform) readGroup(ctx context.Context) (*groupView, error) {
 // not ok, and the machine's own resources are read instead, so that
 // nothing is done on an old read.
 func (p *Platform) viewed(ctx context.Context, hm *infrav1.HybridMachine, n resourceNames) (platform.MachineState, bool, error) {
-	view, err := p.clients.views.get(ctx, p.group(), p.readGroup)
+	view, err := p.clients.views.Get(ctx, strings.ToLower(p.group()), p.readGroup)
 	if errors.Is(err, platform.ErrUnavailable) {
 		// Throttled or failing: a read per machine would only add to it.
 		return platform.MachineState{}, false, err

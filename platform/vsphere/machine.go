@@ -72,6 +72,13 @@ func (s *Session) reconcile(ctx context.Context, m Machine) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
+	if m.Provisioned && m.Op.IsZero() && len(m.UserData) == 0 {
+		// A resync of a machine that runs: one read of the datacenter
+		// answers every machine's.
+		if st, ok, err := s.viewed(ctx, dc, m); err != nil || ok {
+			return st, err
+		}
+	}
 	vm, err := s.findVM(ctx, dc, m)
 	if err != nil {
 		return State{}, err

@@ -23,6 +23,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/capwin/capwin/platform"
+	"github.com/capwin/capwin/platform/sharedread"
 )
 
 // Credentials reach one vCenter as one user.
@@ -50,6 +51,9 @@ type Session struct {
 	// networks) by datacenter and path: they rarely change, and finding one
 	// costs several round trips.
 	cache sync.Map
+	// views are the recent reads of datacenters, shared by the resyncs of
+	// their machines (viewed).
+	views *sharedread.Reads[*dcView]
 	// used is when Get last handed the session out, in Unix nanoseconds.
 	used atomic.Int64
 	// key is its credentials' key in Sessions.
@@ -269,7 +273,7 @@ func (s *Sessions) open(ctx context.Context, creds Credentials) (*Session, error
 		return nil, fmt.Errorf("%w %s: logging in: %w", ErrConnect, u.Host, err)
 	}
 	s.opened.Add(1)
-	return &Session{Client: vc}, nil
+	return &Session{Client: vc, views: newViews()}, nil
 }
 
 // counter counts SOAP round trips.
