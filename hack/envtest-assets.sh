@@ -15,7 +15,10 @@ tools="$root/hack/tools/envtest"
 . "$tools/versions.env"
 
 cache=${CAPWIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/capwin}
-dir="$cache/envtest/kube-$KUBE_VERSION-etcd-$ETCD_VERSION"
+# The module's go.mod and go.sum name the directory too: a change of the
+# libraries it builds with builds again.
+sum=$(cat "$tools/go.mod" "$tools/go.sum" | sha256sum)
+dir="$cache/envtest/kube-$KUBE_VERSION-etcd-$ETCD_VERSION-${sum:0:12}"
 stamp="$dir/.complete"
 
 if [[ -f "$stamp" && -x "$dir/kube-apiserver" && -x "$dir/etcd" ]]; then
@@ -25,11 +28,11 @@ fi
 
 # The modules must pin the versions named in versions.env: the envtest
 # module both binaries are built from, and hack/kubernetes, the bundle's.
-grep -q "k8s.io/kubernetes $KUBE_VERSION" "$root/hack/kubernetes/go.mod" ||
+grep -qE "^\s*k8s.io/kubernetes ${KUBE_VERSION//./\\.}( |$)" "$root/hack/kubernetes/go.mod" ||
   { echo "hack/kubernetes/go.mod does not pin k8s.io/kubernetes $KUBE_VERSION" >&2; exit 1; }
-grep -q "k8s.io/kubernetes $KUBE_VERSION" "$tools/go.mod" ||
+grep -qE "^\s*k8s.io/kubernetes ${KUBE_VERSION//./\\.}( |$)" "$tools/go.mod" ||
   { echo "hack/tools/envtest/go.mod does not pin k8s.io/kubernetes $KUBE_VERSION" >&2; exit 1; }
-grep -q "go.etcd.io/etcd/server/v3 $ETCD_VERSION" "$tools/go.mod" ||
+grep -qE "^\s*go.etcd.io/etcd/server/v3 ${ETCD_VERSION//./\\.}( |$)" "$tools/go.mod" ||
   { echo "hack/tools/envtest/go.mod does not pin go.etcd.io/etcd/server/v3 $ETCD_VERSION" >&2; exit 1; }
 
 mkdir -p "$dir"
@@ -63,7 +66,8 @@ if [[ ! -x "$dir/kube-apiserver" || ! -x "$dir/etcd" ]]; then
   # script runs.
   (
     exec 9>&-
-    trap 'kill "$s" 2>/dev/null; exit 0' TERM
+    s=""
+    trap 'if [[ -n "$s" ]]; then kill "$s" 2>/dev/null; fi; exit 0' TERM
     while kill -0 $$ 2>/dev/null; do
       sleep 30 & s=$!
       wait "$s"

@@ -22,7 +22,9 @@ type Reads[T any] struct {
 	reads map[string]*read[T]
 	// Now is the clock; tests replace it.
 	Now func() time.Time
-	// MaxAge is how long a read answers. A read the platform refused
+	// MaxAge is how long a read answers, from when it ended (what it
+	// shows is then at most MaxAge plus the read's time old). A read the
+	// platform refused
 	// (an error other than platform.ErrUnavailable) is kept as long, so
 	// that it is not asked for again at every reconcile; one the
 	// platform did not answer is dropped at once.
@@ -37,7 +39,7 @@ func New[T any](maxAge, timeout time.Duration) *Reads[T] {
 	return &Reads[T]{reads: map[string]*read[T]{}, Now: time.Now, MaxAge: maxAge, Timeout: timeout}
 }
 
-// read is one read, in flight until done is closed.
+// read is one read, in flight until done is closed; at is when it ended.
 type read[T any] struct {
 	done chan struct{}
 	at   time.Time
@@ -71,12 +73,13 @@ func (v *Reads[T]) Get(ctx context.Context, key string, do func(context.Context)
 	}
 	r := v.reads[key]
 	if r == nil {
-		// Stamped before the read, so that it answers for no longer
-		// than MaxAge after what it shows.
-		r = &read[T]{done: make(chan struct{}), at: now}
+		r = &read[T]{done: make(chan struct{})}
 		v.reads[key] = r
 		go func() {
 			r.val, r.err = v.apart(ctx, do)
+			// Stamped when it ends, so that a read that took long still
+			// answers the reconciles that come after it.
+			r.at = v.Now()
 			close(r.done)
 		}()
 	}

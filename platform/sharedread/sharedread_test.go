@@ -92,7 +92,7 @@ func TestReadsShareAReadUntilItIsOld(t *testing.T) {
 // context of the reconcile that started it ends, for the others waiting on
 // it, within Timeout; a panic is the read's error.
 func TestReadOutlivesTheReconcileThatStartedIt(t *testing.T) {
-	v := sharedread.New[*view](time.Minute, 50*time.Millisecond)
+	v := sharedread.New[*view](time.Minute, time.Minute)
 	release := make(chan struct{})
 	var sawCancel atomic.Bool
 	read := func(ctx context.Context) (*view, error) {
@@ -120,15 +120,40 @@ func TestReadOutlivesTheReconcileThatStartedIt(t *testing.T) {
 		t.Errorf("the read ended with the reconcile that started it: %v, %v", got, err)
 	}
 
+	short := sharedread.New[*view](time.Minute, 50*time.Millisecond)
 	slow := func(ctx context.Context) (*view, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	if _, err := v.Get(t.Context(), "slow", slow); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := short.Get(t.Context(), "slow", slow); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a read past Timeout ended with %v", err)
 	}
 	panics := func(context.Context) (*view, error) { panic("boom") }
 	if _, err := v.Get(t.Context(), "panics", panics); err == nil {
 		t.Error("a read that panicked returned no error")
+	}
+}
+
+// TestSlowReadAnswersFromItsEnd: a read that took longer than MaxAge still
+// answers the reconciles that come after it, for MaxAge from its end.
+func TestSlowReadAnswersFromItsEnd(t *testing.T) {
+	const maxAge = 30 * time.Second
+	now := time.Unix(1000, 0)
+	var mu sync.Mutex
+	v := sharedread.New[*view](maxAge, time.Minute)
+	v.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	var reads atomic.Int32
+	read := func(context.Context) (*view, error) {
+		reads.Add(1)
+		mu.Lock()
+		now = now.Add(2 * maxAge) // the read takes a minute
+		mu.Unlock()
+		return &view{}, nil
+	}
+	if _, err := v.Get(t.Context(), "dc", read); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Get(t.Context(), "dc", read); err != nil || reads.Load() != 1 {
+		t.Errorf("a read that took %s was not reused right after it ended (reads %d, %v)", 2*maxAge, reads.Load(), err)
 	}
 }

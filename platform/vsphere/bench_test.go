@@ -32,10 +32,11 @@ func BenchmarkProvision100(b *testing.B) {
 		provisioned := sessions.RoundTrips() - start
 
 		b.StopTimer()
-		var running []Machine
-		for i := range 100 {
-			running = append(running, provisionRunning(b, v, s, fmt.Sprintf("b%03d", i))...)
+		names := make([]string, 100)
+		for i := range names {
+			names[i] = fmt.Sprintf("b%03d", i)
 		}
+		running := provisionRunning(b, v, s, names...)
 		b.StartTimer()
 		start = sessions.RoundTrips()
 		for _, m := range running {

@@ -73,9 +73,9 @@ func (s *Session) reconcile(ctx context.Context, m Machine) (State, error) {
 		return State{}, err
 	}
 	if m.Provisioned && m.Op.IsZero() && len(m.UserData) == 0 {
-		// A resync of a machine that runs: one read of the datacenter
+		// A resync of a machine that runs: one read of the session's VMs
 		// answers every machine's.
-		if st, ok, err := s.viewed(ctx, dc, m); err != nil || ok {
+		if st, ok, err := s.viewed(ctx, m); err != nil || ok {
 			return st, err
 		}
 	}

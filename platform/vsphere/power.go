@@ -42,6 +42,14 @@ func (s State) ProviderID() string {
 	return "vsphere://" + s.BIOSUUID
 }
 
+// guest sets what VMware Tools reports of the guest's adapters on the VM's
+// own network devices (macs): the addresses, and whether they are the
+// static ones the spec asks for.
+func (st *State) guest(nics []types.GuestNicInfo, macs []string, m Machine) {
+	st.Addresses = guestAddresses(nics, macs, m.ControlPlaneHost)
+	st.NetworkNotApplied = staticNotApplied(m.Spec, nics, macs)
+}
+
 // observe reads the VM's state and powers it on if it is off: a machine not
 // yet provisioned only once its network metadata names its NICs by MAC.
 func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Machine) (State, error) {
@@ -58,14 +66,14 @@ func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Mach
 	if o.Config != nil {
 		st.BIOSUUID = o.Config.Uuid
 		macs = nicMACs(o.Config.Hardware.Device)
+		s.remember(vm.Reference(), macs)
 	}
 	st.PoweredOn = o.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
 	if st.PoweredOn && o.Config != nil && len(m.UserData) > 0 {
 		st.UserDataStale = !guestInfoHolds(o.Config.ExtraConfig, "guestinfo.userdata", m.UserData)
 	}
 	if o.Guest != nil {
-		st.Addresses = guestAddresses(o.Guest.Net, macs, m.ControlPlaneHost)
-		st.NetworkNotApplied = staticNotApplied(m.Spec, o.Guest.Net, macs)
+		st.guest(o.Guest.Net, macs, m)
 	}
 	if !st.PoweredOn {
 		if !m.Op.IsZero() {

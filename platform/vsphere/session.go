@@ -51,9 +51,10 @@ type Session struct {
 	// networks) by datacenter and path: they rarely change, and finding one
 	// costs several round trips.
 	cache sync.Map
-	// views are the recent reads of datacenters, shared by the resyncs of
-	// their machines (viewed).
-	views *sharedread.Reads[*dcView]
+	// views are the recent reads of the VMs the session found, shared by
+	// the resyncs of their machines (viewed), through list.
+	views *sharedread.Reads[*vmsView]
+	list  listView
 	// used is when Get last handed the session out, in Unix nanoseconds.
 	used atomic.Int64
 	// key is its credentials' key in Sessions.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
-	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -15,111 +18,213 @@ import (
 	"github.com/capwin/capwin/platform/sharedread"
 )
 
-// viewTTL is how long a read of a datacenter's VMs answers the resyncs of
-// its running machines. The manager resyncs every machine at once (every
-// ten minutes by default), so one read serves them all. A VM powered off
-// or deleted outside capwin in the viewTTL before a resync is seen at the
-// next one.
+// viewTTL is how long a read of the session's VMs answers the resyncs of
+// running machines, from when it ended. The manager resyncs every machine
+// at once (every ten minutes by default), so one read serves them all. A
+// VM powered off or deleted outside capwin in the viewTTL before a resync
+// is seen at the next one.
 const viewTTL = 30 * time.Second
 
-// viewReadTimeout bounds a read of a datacenter, which reconciles that did
-// not start it wait for.
-const viewReadTimeout = time.Minute
+// viewReadTimeout bounds a read, which reconciles that did not start it
+// wait for. It is longer than a call's own bound (DefaultCallTimeout), so
+// that a vCenter that does not answer is told apart (ErrTimeout).
+const viewReadTimeout = 2 * time.Minute
 
-// viewProperties are the properties a read of a datacenter asks of each VM.
-var viewProperties = []string{"config.instanceUuid", "config.uuid", "config.hardware.device", "runtime.powerState", "guest.net"}
+// viewProperties are what a read asks of each VM: the network devices'
+// MACs are not among them (they are large, and change only with a
+// reconfigure); they come from the VM's own reads (known).
+var viewProperties = []string{"config.instanceUuid", "config.uuid", "runtime.powerState", "runtime.connectionState", "guest.net"}
 
-// dcView is one read of a datacenter: what viewed needs of its VMs, by
-// instance UUID.
-type dcView struct {
+// vmsView is one read of the VMs capwin found in the session, by instance
+// UUID.
+type vmsView struct {
 	vms map[string]vmFacts
 }
 
 // vmFacts are what a read says of a VM.
 type vmFacts struct {
+	ref       types.ManagedObjectReference
 	biosUUID  string
 	poweredOn bool
-	// macs are the MACs of the VM's network devices, in device order.
+	connected bool
+	// macs are the MACs of the VM's network devices, in device order, as
+	// the VM's last own read found them.
 	macs []string
 	// nics are the guest's adapters on those devices, with their
 	// addresses only.
 	nics []types.GuestNicInfo
 }
 
-func newViews() *sharedread.Reads[*dcView] {
-	return sharedread.New[*dcView](viewTTL, viewReadTimeout)
+// listView is the session's view of the VMs it found: a vCenter ListView
+// of them, read in one call (vCenter pages a long one).
+type listView struct {
+	mu sync.Mutex
+	// known are the VMs the session's own reads found, with their
+	// network devices' MACs.
+	known map[types.ManagedObjectReference][]string
+	// view and inView are the ListView and the VMs it holds.
+	view   *view.ListView
+	inView []types.ManagedObjectReference
 }
 
-// readDatacenter reads every VM of dc through one container view, kept for
-// the session's life: one round trip (more for a datacenter of thousands
-// of VMs, which vCenter pages).
-func (s *Session) readDatacenter(dc *object.Datacenter) func(context.Context) (*dcView, error) {
-	return func(ctx context.Context) (*dcView, error) {
-		var vms []mo.VirtualMachine
-		err := s.retrieveThroughView(ctx, dc, &vms)
-		if err != nil && isFault[*types.ManagedObjectNotFound](err) {
-			// The view is gone (vCenter drops a session's views with
-			// it): make another.
-			s.cache.Delete(viewKey(dc))
-			err = s.retrieveThroughView(ctx, dc, &vms)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the VMs of datacenter %s: %w", dc.InventoryPath, err)
-		}
-		v := &dcView{vms: make(map[string]vmFacts, len(vms))}
-		for _, vm := range vms {
-			if vm.Config == nil || vm.Config.InstanceUuid == "" {
-				continue
-			}
-			f := vmFacts{
-				biosUUID:  vm.Config.Uuid,
-				poweredOn: vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn,
-				macs:      nicMACs(vm.Config.Hardware.Device),
-			}
-			if vm.Guest != nil {
-				for _, nic := range vm.Guest.Net {
-					if !hasMAC(f.macs, nic.MacAddress) {
-						continue
-					}
-					slim := types.GuestNicInfo{MacAddress: nic.MacAddress, IpAddress: nic.IpAddress}
-					if nic.IpConfig != nil {
-						slim.IpConfig = &types.NetIpConfigInfo{IpAddress: nic.IpConfig.IpAddress}
-					}
-					f.nics = append(f.nics, slim)
-				}
-			}
-			v.vms[vm.Config.InstanceUuid] = f
-		}
+func newViews() *sharedread.Reads[*vmsView] {
+	return sharedread.New[*vmsView](viewTTL, viewReadTimeout)
+}
+
+// remember records a VM and its MACs from its own read, for the next
+// shared read.
+func (s *Session) remember(ref types.ManagedObjectReference, macs []string) {
+	s.list.mu.Lock()
+	defer s.list.mu.Unlock()
+	if s.list.known == nil {
+		s.list.known = map[types.ManagedObjectReference][]string{}
+	}
+	s.list.known[ref] = macs
+}
+
+// forgetRef drops a VM from the shared reads.
+func (s *Session) forgetRef(ref types.ManagedObjectReference) {
+	s.list.mu.Lock()
+	defer s.list.mu.Unlock()
+	delete(s.list.known, ref)
+}
+
+// readVMs reads every VM the session knows through its ListView, first
+// making the view hold exactly them: one round trip when the set is
+// unchanged (more for thousands of VMs, which vCenter pages), two when it
+// changed, three the first time. A VM a page cannot describe is left out,
+// to be read on its own.
+func (s *Session) readVMs(ctx context.Context) (*vmsView, error) {
+	s.list.mu.Lock()
+	defer s.list.mu.Unlock()
+	v := &vmsView{vms: map[string]vmFacts{}}
+	if len(s.list.known) == 0 {
 		return v, nil
 	}
-}
-
-func viewKey(dc *object.Datacenter) string { return "view/" + dc.Reference().Value }
-
-// retrieveThroughView reads viewProperties of every VM in dc into dst
-// through the session's container view of dc, made on first use.
-func (s *Session) retrieveThroughView(ctx context.Context, dc *object.Datacenter, dst *[]mo.VirtualMachine) error {
-	var cv *view.ContainerView
-	if v, ok := s.cache.Load(viewKey(dc)); ok {
-		cv = v.(*view.ContainerView)
-	} else {
-		var err error
-		cv, err = view.NewManager(s.Client).CreateContainerView(ctx, dc.Reference(), []string{"VirtualMachine"}, true)
-		if err != nil {
-			return err
-		}
-		s.cache.Store(viewKey(dc), cv)
+	contents, err := s.retrieveKnown(ctx)
+	if err != nil && s.list.view != nil && viewGone(err, s.list.view) {
+		// vCenter dropped the view (it does with the session, which
+		// then is logged in again as a new one): make another.
+		s.list.view, s.list.inView = nil, nil
+		contents, err = s.retrieveKnown(ctx)
 	}
-	return cv.Retrieve(ctx, []string{"VirtualMachine"}, viewProperties, dst)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			err = fmt.Errorf("%w: reading the VMs within %s", ErrTimeout, viewReadTimeout)
+		}
+		return nil, fmt.Errorf("reading the session's VMs: %w", err)
+	}
+	for _, oc := range contents {
+		var vm mo.VirtualMachine
+		if err := mo.LoadObjectContent([]types.ObjectContent{oc}, &vm); err != nil {
+			continue // deleted or not complete: read on its own
+		}
+		if vm.Config == nil || vm.Config.InstanceUuid == "" {
+			continue
+		}
+		f := vmFacts{
+			ref:       vm.Reference(),
+			biosUUID:  vm.Config.Uuid,
+			poweredOn: vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn,
+			connected: vm.Runtime.ConnectionState == types.VirtualMachineConnectionStateConnected,
+			macs:      s.list.known[vm.Reference()],
+		}
+		if vm.Guest != nil {
+			for _, nic := range vm.Guest.Net {
+				if !hasMAC(f.macs, nic.MacAddress) {
+					continue
+				}
+				slim := types.GuestNicInfo{MacAddress: nic.MacAddress, IpAddress: nic.IpAddress}
+				if nic.IpConfig != nil {
+					slim.IpConfig = &types.NetIpConfigInfo{IpAddress: nic.IpConfig.IpAddress}
+				}
+				f.nics = append(f.nics, slim)
+			}
+		}
+		if _, dup := v.vms[vm.Config.InstanceUuid]; dup {
+			// Two VMs with one instance UUID: neither is answered here.
+			f = vmFacts{}
+		}
+		v.vms[vm.Config.InstanceUuid] = f
+	}
+	return v, nil
 }
 
-// viewed reports a provisioned machine's state from its datacenter's
-// shared read when that read shows it well: its VM there and powered on,
-// with an address on its own network devices. Anything else (not there,
-// off, no address yet) is not ok, and the VM is read on its own, so that
-// nothing is done on an old read.
-func (s *Session) viewed(ctx context.Context, dc *object.Datacenter, m Machine) (State, bool, error) {
-	v, err := s.views.Get(ctx, dc.Reference().Value, s.readDatacenter(dc))
+// retrieveKnown makes the ListView hold the known VMs and reads them; the
+// caller holds s.list.mu.
+func (s *Session) retrieveKnown(ctx context.Context) ([]types.ObjectContent, error) {
+	refs := make([]types.ManagedObjectReference, 0, len(s.list.known))
+	for ref := range s.list.known {
+		refs = append(refs, ref)
+	}
+	slices.SortFunc(refs, func(a, b types.ManagedObjectReference) int {
+		if a.Value < b.Value {
+			return -1
+		}
+		if a.Value > b.Value {
+			return 1
+		}
+		return 0
+	})
+	if s.list.view == nil {
+		lv, err := view.NewManager(s.Client).CreateListView(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		s.list.view = lv
+	}
+	if !slices.Equal(refs, s.list.inView) {
+		unresolved, err := s.list.view.Reset(ctx, refs)
+		if err != nil {
+			return nil, err
+		}
+		for _, ref := range unresolved {
+			// Deleted: its machine's own read finds that.
+			delete(s.list.known, ref)
+		}
+		s.list.inView = refs
+	}
+	res, err := property.DefaultCollector(s.Client).RetrieveProperties(ctx, types.RetrieveProperties{
+		SpecSet: []types.PropertyFilterSpec{{
+			ObjectSet: []types.ObjectSpec{{
+				Obj:       s.list.view.Reference(),
+				Skip:      types.NewBool(true),
+				SelectSet: []types.BaseSelectionSpec{&types.TraversalSpec{Type: "ListView", Path: "view"}},
+			}},
+			PropSet: []types.PropertySpec{{Type: "VirtualMachine", PathSet: viewProperties}},
+		}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.Returnval, nil
+}
+
+// viewGone reports whether err says lv itself no longer exists.
+func viewGone(err error, lv *view.ListView) bool {
+	var nf *types.ManagedObjectNotFound
+	if _, ok := fault.As(err, &nf); ok && nf.Obj == lv.Reference() {
+		return true
+	}
+	return false
+}
+
+// viewed reports a provisioned machine's state from the session's shared
+// read when that read shows it well: its VM, the one the session found
+// for the machine, there, connected and powered on, with an address on its
+// own network devices. Anything else (not there or not known yet, off, no
+// address yet) is not ok, and the VM is read on its own, so that nothing
+// is done on an old read.
+func (s *Session) viewed(ctx context.Context, m Machine) (State, bool, error) {
+	uuid := InstanceUUID(m.Namespace, m.Name)
+	found, ok := s.cache.Load("vm/" + uuid)
+	if !ok {
+		return State{}, false, nil
+	}
+	v, err := s.views.Get(ctx, "", s.readVMs)
+	if ctx.Err() != nil {
+		return State{}, false, ctx.Err()
+	}
 	if errors.Is(err, platform.ErrUnavailable) || isFault[*types.NotAuthenticated](err) {
 		// vCenter is not answering, or the session ended: a read per
 		// machine would only add to it, or fail the same way.
@@ -129,19 +234,14 @@ func (s *Session) viewed(ctx context.Context, dc *object.Datacenter, m Machine) 
 		// A read vCenter refused: the machines' own reads answer.
 		return State{}, false, nil
 	}
-	f, ok := v.vms[InstanceUUID(m.Namespace, m.Name)]
-	if !ok || !f.poweredOn || f.biosUUID == "" {
+	f, ok := v.vms[uuid]
+	if !ok || f.ref != found.(types.ManagedObjectReference) || !f.poweredOn || !f.connected || f.biosUUID == "" {
 		return State{}, false, nil
 	}
-	addresses := guestAddresses(f.nics, f.macs, m.ControlPlaneHost)
-	if len(addresses) == 0 {
+	st := State{Exists: true, BIOSUUID: f.biosUUID, PoweredOn: true}
+	st.guest(f.nics, f.macs, m)
+	if len(st.Addresses) == 0 {
 		return State{}, false, nil
 	}
-	return State{
-		Exists:            true,
-		BIOSUUID:          f.biosUUID,
-		PoweredOn:         true,
-		Addresses:         addresses,
-		NetworkNotApplied: staticNotApplied(m.Spec, f.nics, f.macs),
-	}, true, nil
+	return st, true, nil
 }

@@ -1,14 +1,18 @@
 package vsphere
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/soap"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/platform"
 	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 )
 
@@ -84,9 +88,9 @@ func TestResyncOfRunningMachinesSharesOneRead(t *testing.T) {
 				t.Errorf("resync of %s gave addresses %s", m.Name, got)
 			}
 		}
-		// The first resync makes the session's container view and reads
-		// it; the second is answered by that read.
-		if n, most := sessions.RoundTrips()-start, int64(2-2*round); n > most {
+		// The first resync makes the session's list view, sets it to the
+		// VMs, and reads it; the second is answered by that read.
+		if n, most := sessions.RoundTrips()-start, int64(3-3*round); n > most {
 			t.Errorf("resync %d of %d running machines took %d round trips, want at most %d", round+1, len(ms), n, most)
 		}
 	}
@@ -120,6 +124,23 @@ func TestResyncOfRunningMachinesSharesOneRead(t *testing.T) {
 		t.Errorf("a VM deleted outside capwin: %v, want ErrVMGone", err)
 	}
 
+	// The view gone (vCenter drops a session's views with it): made
+	// again, and the resync still answered by one read.
+	if err := s.list.view.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(viewTTL + time.Second)
+	start := sessions.RoundTrips()
+	for _, m := range ms[2:] {
+		if st, err := s.Reconcile(ctx, m); err != nil || !st.PoweredOn || len(st.Addresses) != 1 {
+			t.Errorf("resync of %s after its view went: %+v, %v", m.Name, st, err)
+		}
+	}
+	// The failed read, the new view, setting it, the read.
+	if n := sessions.RoundTrips() - start; n > 4 {
+		t.Errorf("a resync of %d machines after the view went took %d round trips, want at most 4", len(ms[2:]), n)
+	}
+
 	// Bootstrap data to compare with guestinfo: the machine's own read,
 	// which sees it differs.
 	m2 := ms[2]
@@ -138,4 +159,49 @@ func powerOff(t testing.TB, vm *object.VirtualMachine) {
 	if err := task.Wait(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestResyncWhileVCenterDoesNotAnswer: a shared read vCenter does not
+// answer fails the resync as unavailable, and no machine then reads its
+// VM on its own.
+func TestResyncWhileVCenterDoesNotAnswer(t *testing.T) {
+	ctx := t.Context()
+	v, creds := vcsim(t)
+	sessions := NewSessions()
+	sessions.CallTimeout = 200 * time.Millisecond
+	hang := &hangReads{}
+	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { hang.RoundTripper = rt; return hang }
+	s, err := sessions.Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := provisionRunning(t, v, s, "h0", "h1", "h2")
+	hang.hang.Store(true)
+	for _, m := range ms {
+		if _, err := s.Reconcile(ctx, m); !errors.Is(err, platform.ErrUnavailable) {
+			t.Errorf("resync of %s while vCenter does not answer: %v, want ErrUnavailable", m.Name, err)
+		}
+	}
+	// Each resync asks for the shared read again (one vCenter did not
+	// answer is not kept), and none reads its VM on its own.
+	if n := hang.held.Load(); n != int64(len(ms)) {
+		t.Errorf("%d property reads for %d resyncs while vCenter does not answer, want one shared read each", n, len(ms))
+	}
+}
+
+// hangReads holds property reads until their context ends while hang is
+// set, as a vCenter that stopped answering does.
+type hangReads struct {
+	soap.RoundTripper
+	hang atomic.Bool
+	held atomic.Int64
+}
+
+func (h *hangReads) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
+	if h.hang.Load() && method(req) == "RetrievePropertiesEx" {
+		h.held.Add(1)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return h.RoundTripper.RoundTrip(ctx, req, res)
 }

@@ -26,7 +26,7 @@ func TestEnvtestModuleSharesTheLibraries(t *testing.T) {
 	envtestDir := filepath.Join(root, "hack", "tools", "envtest")
 	const format = `{{if not .Standard}}{{.ImportPath}} {{with .Module}}{{.Path}} {{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}{{end}}{{end}}`
 	mgmt := packageModules(t, root, "list", "-deps", "-test", "-f", format, "./...")
-	control := packageModules(t, envtestDir, "list", "-deps", "-f", format, "tool")
+	control := packageModules(t, envtestDir, "list", "-deps", "-f", format, "k8s.io/kubernetes/cmd/kube-apiserver", "go.etcd.io/etcd/server/v3")
 
 	apiserverRequires := map[string]string{}
 	for _, line := range strings.Split(goCmd(t, envtestDir, "mod", "graph"), "\n") {
