@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/vmware/govmomi/vim25/types"
+
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/platform"
 )
@@ -78,6 +80,19 @@ func (s *Session) reconcile(ctx context.Context, m Machine) (State, error) {
 		if st, ok, err := s.viewed(ctx, m); err != nil || ok {
 			return st, err
 		}
+	}
+	if !m.Provisioned && m.Op.Type == infrav1.MachineOperationCreate {
+		// The clone's own task says whether it ended, and which VM it
+		// made: no search by instance UUID, and no look at a VM vCenter
+		// shows before its clone ends.
+		st, made, err := s.taskResult(ctx, m.Op)
+		if err != nil || !st.Op.IsZero() {
+			return st, err
+		}
+		if ref, ok := made.(types.ManagedObjectReference); ok && ref.Type == "VirtualMachine" {
+			s.cache.Store("vm/"+InstanceUUID(m.Namespace, m.Name), ref)
+		}
+		m.Op = infrav1.MachineOperation{}
 	}
 	vm, err := s.findVM(ctx, dc, m)
 	if err != nil {

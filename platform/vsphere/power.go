@@ -102,23 +102,30 @@ func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Mach
 // checkTask returns the operation while its task runs, nothing once it
 // succeeded, and ErrTaskFailed with vCenter's message when it failed.
 func (s *Session) checkTask(ctx context.Context, op infrav1.MachineOperation) (State, error) {
+	st, _, err := s.taskResult(ctx, op)
+	return st, err
+}
+
+// taskResult is checkTask that also returns the result of a task that
+// succeeded (a clone's is its VM); nil when vCenter has forgotten the task.
+func (s *Session) taskResult(ctx context.Context, op infrav1.MachineOperation) (State, types.AnyType, error) {
 	ref := op.ID
 	var task mo.Task
 	moref := types.ManagedObjectReference{Type: "Task", Value: ref}
-	if err := property.DefaultCollector(s.Client).RetrieveOne(ctx, moref, []string{"info.state", "info.error", "info.descriptionId"}, &task); err != nil {
+	if err := property.DefaultCollector(s.Client).RetrieveOne(ctx, moref, []string{"info.state", "info.error", "info.descriptionId", "info.result"}, &task); err != nil {
 		if isFault[*types.ManagedObjectNotFound](err) {
 			// vCenter forgets finished tasks after a while: look at the VM.
-			return State{}, nil
+			return State{}, nil, nil
 		}
-		return State{}, fmt.Errorf("reading task %s: %w", ref, err)
+		return State{}, nil, fmt.Errorf("reading task %s: %w", ref, err)
 	}
 	switch task.Info.State {
 	case types.TaskInfoStateQueued, types.TaskInfoStateRunning:
-		return State{Op: op}, nil
+		return State{Op: op}, nil, nil
 	case types.TaskInfoStateError:
-		return State{}, taskError(task.Info.DescriptionId, task.Info.Error)
+		return State{}, nil, taskError(task.Info.DescriptionId, task.Info.Error)
 	}
-	return State{}, nil
+	return State{}, task.Info.Result, nil
 }
 
 // taskError is the error of a failed task: ErrTaskFailed with the fault's
