@@ -80,7 +80,7 @@ envtest-assets: ## Build kube-apiserver and etcd for envtest into ~/.cache/capwi
 
 .PHONY: test
 test: ## Run all tests (unit, envtest integration, the Windows build of node-components, the fuzz target on random inputs)
-	@GO=$(GO) hack/test.sh $(TEST_ARGS)
+	@GO=$(GO) MAKE=$(MAKE) hack/test.sh $(TEST_ARGS)
 
 .PHONY: windows-check
 # With make bundle's settings (hack/bundle/build.go), so that the packages

@@ -12,38 +12,49 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 args=("$@")
 go=${GO:-go}
+make=${MAKE:-make}
 KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)
 export KUBEBUILDER_ASSETS
 
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+sidepid=""
+stop_side() {
+  if [[ -n "$sidepid" ]]; then kill -TERM -- "-$sidepid" 2>/dev/null || true; fi
+}
+trap 'stop_side; rm -rf "$out"' EXIT
+trap 'stop_side; exit 130' INT TERM
 
 side() {
   local rc=0 m
   for m in node-components hack/bundle; do
-    echo "+ cd $m && go test -timeout 45m ./... ${args[*]}"
+    echo "+ cd $m && go test -timeout 45m ./... ${args[*]}" >&2
     # A longer bound than go test's 10 minutes: these wait on the
     # management module's tests for the CPU.
     (cd "$m" && "$go" test -timeout 45m ./... "${args[@]}") || rc=1
   done
-  echo "+ make windows-check"
-  make --no-print-directory GO="$go" windows-check || rc=1
+  echo "+ make windows-check" >&2
+  "$make" --no-print-directory GO="$go" windows-check || rc=1
   return "$rc"
 }
+# In a process group of its own (set -m), so that an interrupt stops all
+# of it.
+set -m
 (
   # Lowered before anything starts, so that every process it starts is too.
-  renice -n 10 -p "$BASHPID" >/dev/null
+  renice -n 10 -p "$BASHPID" >/dev/null || true
   set +e
   side >"$out/side.log" 2>&1
   echo $? >"$out/side.rc"
 ) &
 sidepid=$!
+set +m
 
-echo "+ go test ./... ${args[*]}"
+echo "+ go test ./... ${args[*]}" >&2
 rc=0
 "$go" test ./... "${args[@]}" || rc=1
-echo "waiting for node-components, hack/bundle and the Windows build check..."
+echo "waiting for node-components, hack/bundle and the Windows build check..." >&2
 wait "$sidepid" || true
+sidepid=""
 cat "$out/side.log"
 if [[ "$(cat "$out/side.rc" 2>/dev/null)" != 0 ]]; then
   rc=1

@@ -46,7 +46,9 @@ func (s *Session) findVM(ctx context.Context, dc *object.Datacenter, m Machine) 
 }
 
 func (s *Session) forgetVM(m Machine) {
-	s.cache.Delete("vm/" + InstanceUUID(m.Namespace, m.Name))
+	if ref, ok := s.cache.LoadAndDelete("vm/" + InstanceUUID(m.Namespace, m.Name)); ok {
+		s.forgetRef(ref.(types.ManagedObjectReference))
+	}
 }
 
 // stale reports whether err says a remembered VM reference no longer

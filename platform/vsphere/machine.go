@@ -66,6 +66,21 @@ func InstanceUUID(namespace, name string) string {
 // it clones it (with its guestinfo and powered on) or waits for a task, and
 // reports the VM's state. It never waits for a task to finish.
 func (s *Session) Reconcile(ctx context.Context, m Machine) (State, error) {
+	if !m.Provisioned && m.Op.Type == infrav1.MachineOperationCreate {
+		// The clone's own task says whether it ended, and which VM it
+		// made: no search by instance UUID, and no look at a VM vCenter
+		// shows before its clone ends. Done once, before a stale VM
+		// reference is retried, so that a VM deleted since its clone is
+		// looked for again, not taken from the task once more.
+		st, made, err := s.taskResult(ctx, m.Op)
+		if err != nil || !st.Op.IsZero() {
+			return st, err
+		}
+		if ref, ok := made.(types.ManagedObjectReference); ok && ref.Type == "VirtualMachine" {
+			s.cache.Store("vm/"+InstanceUUID(m.Namespace, m.Name), ref)
+		}
+		m.Op = infrav1.MachineOperation{}
+	}
 	return retryStale(s, m, func() (State, error) { return s.reconcile(ctx, m) })
 }
 
@@ -80,19 +95,6 @@ func (s *Session) reconcile(ctx context.Context, m Machine) (State, error) {
 		if st, ok, err := s.viewed(ctx, m); err != nil || ok {
 			return st, err
 		}
-	}
-	if !m.Provisioned && m.Op.Type == infrav1.MachineOperationCreate {
-		// The clone's own task says whether it ended, and which VM it
-		// made: no search by instance UUID, and no look at a VM vCenter
-		// shows before its clone ends.
-		st, made, err := s.taskResult(ctx, m.Op)
-		if err != nil || !st.Op.IsZero() {
-			return st, err
-		}
-		if ref, ok := made.(types.ManagedObjectReference); ok && ref.Type == "VirtualMachine" {
-			s.cache.Store("vm/"+InstanceUUID(m.Namespace, m.Name), ref)
-		}
-		m.Op = infrav1.MachineOperation{}
 	}
 	vm, err := s.findVM(ctx, dc, m)
 	if err != nil {

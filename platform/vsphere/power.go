@@ -54,7 +54,7 @@ func (st *State) guest(nics []types.GuestNicInfo, macs []string, m Machine) {
 // yet provisioned only once its network metadata names its NICs by MAC.
 func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Machine) (State, error) {
 	var o mo.VirtualMachine
-	props := []string{"config.uuid", "config.hardware.device", "runtime.powerState", "guest.net"}
+	props := []string{"config.uuid", "config.changeVersion", "config.hardware.device", "runtime.powerState", "guest.net"}
 	if !m.Provisioned || len(m.UserData) > 0 {
 		props = append(props, "config.extraConfig")
 	}
@@ -66,7 +66,7 @@ func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Mach
 	if o.Config != nil {
 		st.BIOSUUID = o.Config.Uuid
 		macs = nicMACs(o.Config.Hardware.Device)
-		s.remember(vm.Reference(), macs)
+		s.remember(vm.Reference(), devices{macs: macs, changeVersion: o.Config.ChangeVersion})
 	}
 	st.PoweredOn = o.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
 	if st.PoweredOn && o.Config != nil && len(m.UserData) > 0 {

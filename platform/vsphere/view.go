@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/capwin/capwin/platform"
@@ -32,8 +35,9 @@ const viewReadTimeout = 2 * time.Minute
 
 // viewProperties are what a read asks of each VM: the network devices'
 // MACs are not among them (they are large, and change only with a
-// reconfigure); they come from the VM's own reads (known).
-var viewProperties = []string{"config.instanceUuid", "config.uuid", "runtime.powerState", "runtime.connectionState", "guest.net"}
+// reconfigure, which changes config.changeVersion); they come from the
+// VM's own last read (known), as long as its changeVersion is the same.
+var viewProperties = []string{"config.instanceUuid", "config.uuid", "config.changeVersion", "runtime.powerState", "runtime.connectionState", "guest.net"}
 
 // vmsView is one read of the VMs capwin found in the session, by instance
 // UUID.
@@ -58,13 +62,23 @@ type vmFacts struct {
 // listView is the session's view of the VMs it found: a vCenter ListView
 // of them, read in one call (vCenter pages a long one).
 type listView struct {
+	// mu guards known, and is never held across a call to vCenter, so
+	// that a VM's own read never waits for a shared one.
 	mu sync.Mutex
 	// known are the VMs the session's own reads found, with their
 	// network devices' MACs.
-	known map[types.ManagedObjectReference][]string
-	// view and inView are the ListView and the VMs it holds.
+	known map[types.ManagedObjectReference]devices
+	// view and inView are the ListView and the VMs it holds; only the
+	// shared read, one at a time, uses them.
 	view   *view.ListView
 	inView []types.ManagedObjectReference
+}
+
+// devices are a VM's network devices' MACs as its own read found them, at
+// a configuration version.
+type devices struct {
+	macs          []string
+	changeVersion string
 }
 
 func newViews() *sharedread.Reads[*vmsView] {
@@ -73,13 +87,13 @@ func newViews() *sharedread.Reads[*vmsView] {
 
 // remember records a VM and its MACs from its own read, for the next
 // shared read.
-func (s *Session) remember(ref types.ManagedObjectReference, macs []string) {
+func (s *Session) remember(ref types.ManagedObjectReference, d devices) {
 	s.list.mu.Lock()
 	defer s.list.mu.Unlock()
 	if s.list.known == nil {
-		s.list.known = map[types.ManagedObjectReference][]string{}
+		s.list.known = map[types.ManagedObjectReference]devices{}
 	}
-	s.list.known[ref] = macs
+	s.list.known[ref] = d
 }
 
 // forgetRef drops a VM from the shared reads.
@@ -92,28 +106,35 @@ func (s *Session) forgetRef(ref types.ManagedObjectReference) {
 // readVMs reads every VM the session knows through its ListView, first
 // making the view hold exactly them: one round trip when the set is
 // unchanged (more for thousands of VMs, which vCenter pages), two when it
-// changed, three the first time. A VM a page cannot describe is left out,
-// to be read on its own.
+// changed, three the first time. A VM the read cannot describe (deleted,
+// not complete) is left out, to be read on its own, and forgotten until
+// then.
 func (s *Session) readVMs(ctx context.Context) (*vmsView, error) {
 	s.list.mu.Lock()
-	defer s.list.mu.Unlock()
+	known := maps.Clone(s.list.known)
+	s.list.mu.Unlock()
 	v := &vmsView{vms: map[string]vmFacts{}}
-	if len(s.list.known) == 0 {
+	if len(known) == 0 {
 		return v, nil
 	}
-	contents, err := s.retrieveKnown(ctx)
+	refs := slices.SortedFunc(maps.Keys(known), func(a, b types.ManagedObjectReference) int { return strings.Compare(a.Value, b.Value) })
+	contents, err := s.retrieveThrough(ctx, refs)
 	if err != nil && s.list.view != nil && viewGone(err, s.list.view) {
-		// vCenter dropped the view (it does with the session, which
-		// then is logged in again as a new one): make another.
+		// vCenter dropped the view: make another.
 		s.list.view, s.list.inView = nil, nil
-		contents, err = s.retrieveKnown(ctx)
+		contents, err = s.retrieveThrough(ctx, refs)
 	}
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 			err = fmt.Errorf("%w: reading the VMs within %s", ErrTimeout, viewReadTimeout)
+		case !soap.IsSoapFault(err) && !soap.IsVimFault(err) && !errors.Is(err, platform.ErrUnavailable):
+			// No answer at all (refused, reset, TLS): as unreachable.
+			err = fmt.Errorf("%w: %w", ErrConnect, err)
 		}
 		return nil, fmt.Errorf("reading the session's VMs: %w", err)
 	}
+	seen := map[types.ManagedObjectReference]bool{}
 	for _, oc := range contents {
 		var vm mo.VirtualMachine
 		if err := mo.LoadObjectContent([]types.ObjectContent{oc}, &vm); err != nil {
@@ -122,12 +143,17 @@ func (s *Session) readVMs(ctx context.Context) (*vmsView, error) {
 		if vm.Config == nil || vm.Config.InstanceUuid == "" {
 			continue
 		}
+		seen[vm.Reference()] = true
+		d := known[vm.Reference()]
+		if d.changeVersion != vm.Config.ChangeVersion {
+			continue // reconfigured since its own read: read on its own
+		}
 		f := vmFacts{
 			ref:       vm.Reference(),
 			biosUUID:  vm.Config.Uuid,
 			poweredOn: vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn,
 			connected: vm.Runtime.ConnectionState == types.VirtualMachineConnectionStateConnected,
-			macs:      s.list.known[vm.Reference()],
+			macs:      d.macs,
 		}
 		if vm.Guest != nil {
 			for _, nic := range vm.Guest.Net {
@@ -147,25 +173,21 @@ func (s *Session) readVMs(ctx context.Context) (*vmsView, error) {
 		}
 		v.vms[vm.Config.InstanceUuid] = f
 	}
+	// VMs the read did not describe are forgotten until their own read
+	// finds them again, so that deleted ones are not kept.
+	s.list.mu.Lock()
+	for ref, d := range known {
+		if !seen[ref] && slices.Equal(s.list.known[ref].macs, d.macs) {
+			delete(s.list.known, ref)
+		}
+	}
+	s.list.mu.Unlock()
 	return v, nil
 }
 
-// retrieveKnown makes the ListView hold the known VMs and reads them; the
-// caller holds s.list.mu.
-func (s *Session) retrieveKnown(ctx context.Context) ([]types.ObjectContent, error) {
-	refs := make([]types.ManagedObjectReference, 0, len(s.list.known))
-	for ref := range s.list.known {
-		refs = append(refs, ref)
-	}
-	slices.SortFunc(refs, func(a, b types.ManagedObjectReference) int {
-		if a.Value < b.Value {
-			return -1
-		}
-		if a.Value > b.Value {
-			return 1
-		}
-		return 0
-	})
+// retrieveThrough makes the ListView hold refs and reads them. Only the
+// shared read, one at a time, calls it.
+func (s *Session) retrieveThrough(ctx context.Context, refs []types.ManagedObjectReference) ([]types.ObjectContent, error) {
 	if s.list.view == nil {
 		lv, err := view.NewManager(s.Client).CreateListView(ctx, nil)
 		if err != nil {
@@ -174,13 +196,10 @@ func (s *Session) retrieveKnown(ctx context.Context) ([]types.ObjectContent, err
 		s.list.view = lv
 	}
 	if !slices.Equal(refs, s.list.inView) {
-		unresolved, err := s.list.view.Reset(ctx, refs)
-		if err != nil {
+		// VMs vCenter does not find (deleted) are left out of the read,
+		// and so forgotten by readVMs.
+		if _, err := s.list.view.Reset(ctx, refs); err != nil {
 			return nil, err
-		}
-		for _, ref := range unresolved {
-			// Deleted: its machine's own read finds that.
-			delete(s.list.known, ref)
 		}
 		s.list.inView = refs
 	}

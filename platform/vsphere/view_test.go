@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/platform"
@@ -126,19 +129,51 @@ func TestResyncOfRunningMachinesSharesOneRead(t *testing.T) {
 
 	// The view gone (vCenter drops a session's views with it): made
 	// again, and the resync still answered by one read.
+	gone := s.list.view.Reference()
 	if err := s.list.view.Destroy(ctx); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(viewTTL + time.Second)
-	start := sessions.RoundTrips()
-	for _, m := range ms[2:] {
-		if st, err := s.Reconcile(ctx, m); err != nil || !st.PoweredOn || len(st.Addresses) != 1 {
-			t.Errorf("resync of %s after its view went: %+v, %v", m.Name, st, err)
+	for round := range 2 {
+		start := sessions.RoundTrips()
+		for _, m := range ms[2:] {
+			if st, err := s.Reconcile(ctx, m); err != nil || !st.PoweredOn || len(st.Addresses) != 1 {
+				t.Errorf("resync of %s after its view went: %+v, %v", m.Name, st, err)
+			}
+		}
+		// First the failed read, the new view, setting it, the read;
+		// then nothing.
+		if n, most := sessions.RoundTrips()-start, int64(4-4*round); n > most {
+			t.Errorf("resync %d of %d machines after the view went took %d round trips, want at most %d", round+1, len(ms[2:]), n, most)
 		}
 	}
-	// The failed read, the new view, setting it, the read.
-	if n := sessions.RoundTrips() - start; n > 4 {
-		t.Errorf("a resync of %d machines after the view went took %d round trips, want at most 4", len(ms[2:]), n)
+	if s.list.view == nil || s.list.view.Reference() == gone {
+		t.Error("the view that went was not made again")
+	}
+
+	// Reconfigured outside capwin (its devices may have changed): read on
+	// its own, which records the new configuration for later reads.
+	vm3, _ := s.findVM(ctx, dc, ms[3])
+	task, err = vm3.Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "edited"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var o mo.VirtualMachine
+	if err := vm3.Properties(ctx, vm3.Reference(), []string{"config.changeVersion"}, &o); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(viewTTL + time.Second)
+	if _, err := s.Reconcile(ctx, ms[3]); err != nil {
+		t.Fatal(err)
+	}
+	s.list.mu.Lock()
+	got := s.list.known[vm3.Reference()].changeVersion
+	s.list.mu.Unlock()
+	if got != o.Config.ChangeVersion {
+		t.Errorf("a VM reconfigured outside capwin was answered from the shared read (known version %q, VM's %q)", got, o.Config.ChangeVersion)
 	}
 
 	// Bootstrap data to compare with guestinfo: the machine's own read,
@@ -184,8 +219,11 @@ func TestResyncWhileVCenterDoesNotAnswer(t *testing.T) {
 	}
 	// Each resync asks for the shared read again (one vCenter did not
 	// answer is not kept), and none reads its VM on its own.
-	if n := hang.held.Load(); n != int64(len(ms)) {
-		t.Errorf("%d property reads for %d resyncs while vCenter does not answer, want one shared read each", n, len(ms))
+	if n := hang.shared.Load(); n != int64(len(ms)) {
+		t.Errorf("%d shared reads for %d resyncs while vCenter does not answer, want one each", n, len(ms))
+	}
+	if n := hang.own.Load(); n != 0 {
+		t.Errorf("%d reads of a machine's own VM while vCenter does not answer the shared one, want none", n)
 	}
 }
 
@@ -193,15 +231,50 @@ func TestResyncWhileVCenterDoesNotAnswer(t *testing.T) {
 // set, as a vCenter that stopped answering does.
 type hangReads struct {
 	soap.RoundTripper
-	hang atomic.Bool
-	held atomic.Int64
+	hang        atomic.Bool
+	shared, own atomic.Int64 // reads through the list view, of anything else
 }
 
 func (h *hangReads) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
-	if h.hang.Load() && method(req) == "RetrievePropertiesEx" {
-		h.held.Add(1)
+	if b, ok := req.(*methods.RetrievePropertiesExBody); ok && h.hang.Load() {
+		if b.Req.SpecSet[0].ObjectSet[0].Obj.Type == "ListView" {
+			h.shared.Add(1)
+		} else {
+			h.own.Add(1)
+		}
 		<-ctx.Done()
 		return ctx.Err()
 	}
 	return h.RoundTripper.RoundTrip(ctx, req, res)
+}
+
+// TestCloneWhoseVMWasDeletedClonesAgain: a clone's task names its VM; when
+// that VM was deleted before the machine looked, the machine is cloned
+// again rather than sent to the deleted VM.
+func TestCloneWhoseVMWasDeletedClonesAgain(t *testing.T) {
+	ctx := t.Context()
+	s, _ := newSession(t)
+	m := machine("gone")
+	st, err := s.Reconcile(ctx, m)
+	if err != nil || st.Op.Type != infrav1.MachineOperationCreate {
+		t.Fatalf("first reconcile: %+v, %v", st, err)
+	}
+	task := object.NewTask(s.Client, types.ManagedObjectReference{Type: "Task", Value: st.Op.ID})
+	info, err := task.WaitForResult(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := object.NewVirtualMachine(s.Client, info.Result.(types.ManagedObjectReference))
+	destroy, err := made.Destroy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := destroy.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m.Op = st.Op
+	st, err = s.Reconcile(ctx, m)
+	if err != nil || st.Op.Type != infrav1.MachineOperationCreate || st.Op.ID == m.Op.ID {
+		t.Errorf("a machine whose cloned VM was deleted: %+v, %v; want a new clone", st, err)
+	}
 }

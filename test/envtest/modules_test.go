@@ -28,10 +28,11 @@ func TestEnvtestModuleSharesTheLibraries(t *testing.T) {
 	mgmt := packageModules(t, root, "list", "-deps", "-test", "-f", format, "./...")
 	control := packageModules(t, envtestDir, "list", "-deps", "-f", format, "k8s.io/kubernetes/cmd/kube-apiserver", "go.etcd.io/etcd/server/v3")
 
+	apiserver := control["k8s.io/apiserver/pkg/server"]
 	apiserverRequires := map[string]string{}
 	for _, line := range strings.Split(goCmd(t, envtestDir, "mod", "graph"), "\n") {
 		from, to, ok := strings.Cut(line, " ")
-		if !ok || !strings.HasPrefix(from, "k8s.io/apiserver@") {
+		if !ok || from != "k8s.io/apiserver@"+apiserver.version {
 			continue
 		}
 		if mod, version, ok := strings.Cut(to, "@"); ok {
@@ -39,6 +40,9 @@ func TestEnvtestModuleSharesTheLibraries(t *testing.T) {
 		}
 	}
 
+	if len(apiserverRequires) == 0 {
+		t.Fatalf("go mod graph names no requirement of k8s.io/apiserver %s", apiserver.version)
+	}
 	shared := 0
 	wrong := map[string]string{} // module: the version to get
 	celWrong := map[string]bool{}
