@@ -699,10 +699,10 @@ func TestSubnetAddresses(t *testing.T) {
 		}
 	}
 	_, err = cl.nics.BeginCreateOrUpdate(ctx, rg, "small-3", nicBody(deref(small.ID)), nil)
-	wantError(t, err, 400, "SubnetIsFull")
+	_ = wantError(t, err, 400, "SubnetIsFull")
 
 	_, err = cl.subnets.BeginCreateOrUpdate(ctx, rg, "vnet", "unmasked", *subnet("unmasked", "10.1.5.5/24"), nil)
-	wantError(t, err, 400, "InvalidCIDRNotation")
+	_ = wantError(t, err, 400, "InvalidCIDRNotation")
 }
 
 func readBody(resp *http.Response) (string, error) {
