@@ -1,5 +1,5 @@
 // Package sharedread shares one read of a platform's state, such as every
-// VM of a resource group or a datacenter, among the reconciles that need it
+// VM of an Azure resource group or every VM a vCenter session found, among the reconciles that need it
 // within a short time: the manager resyncs every machine at once, and one
 // read then answers them all instead of a read per machine.
 package sharedread
@@ -14,8 +14,8 @@ import (
 	"github.com/capwin/capwin/platform"
 )
 
-// Reads are the recent reads of one client, by key (a resource group, a
-// datacenter). Reconciles that ask for a key at the same time share one
+// Reads are the recent reads of one client, by key (a resource group; one
+// key for a vCenter session). Reconciles that ask for a key at the same time share one
 // read; later ones reuse it until it is older than MaxAge.
 type Reads[T any] struct {
 	mu    sync.Mutex
@@ -24,10 +24,9 @@ type Reads[T any] struct {
 	Now func() time.Time
 	// MaxAge is how long a read answers, from when it ended (what it
 	// shows is then at most MaxAge plus the read's time old). A read the
-	// platform refused
-	// (an error other than platform.ErrUnavailable) is kept as long, so
-	// that it is not asked for again at every reconcile; one the
-	// platform did not answer is dropped at once.
+	// platform refused (an error other than platform.ErrUnavailable) is
+	// kept as long, so that it is not asked for again at every reconcile;
+	// one the platform did not answer is dropped at once.
 	MaxAge time.Duration
 	// Timeout bounds a read, which reconciles that did not start it wait
 	// for.
