@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -29,6 +31,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/paused"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/internal/clusterwatch"
 	"github.com/capwin/capwin/internal/deleted"
 	"github.com/capwin/capwin/internal/names"
 	"github.com/capwin/capwin/platform"
@@ -87,11 +90,23 @@ func (r *HybridMachineReconciler) SetupWithManager(mgr ctrl.Manager, options con
 	if r.Client == nil || r.Platforms == nil || r.ClusterCache == nil {
 		return errors.New("the HybridMachine reconciler needs a Client, Platforms and a ClusterCache")
 	}
+	// A Secret event finds its Machine through this index, not by listing
+	// the namespace's Machines: a scale-up of N writes N data Secrets.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &clusterv1.Machine{}, machineDataSecretField, machineDataSecret); err != nil {
+		return fmt.Errorf("indexing Machines by their bootstrap data Secret: %w", err)
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.HybridMachine{}).
 		WithOptions(options).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToHybridMachine)).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToHybridMachines)).
+		// Not on every Cluster status change: only on what machines wait on.
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToHybridMachines),
+			builder.WithPredicates(clusterwatch.WhatMachinesWaitOn())).
+		// A HybridCluster's spec changed (a setting its machines found
+		// invalid, fixed) wakes its machines: they wait on it, not on a
+		// requeue.
+		Watches(&infrav1.HybridCluster{}, handler.EnqueueRequestsFromMapFunc(r.hybridClusterToHybridMachines),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A bootstrap data Secret replaced before the node joined (a new
 		// token) is written to the VM's user data.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.dataSecretToHybridMachines),
@@ -121,6 +136,17 @@ func (r *HybridMachineReconciler) clusterToHybridMachines(ctx context.Context, o
 	return reqs
 }
 
+// hybridClusterToHybridMachines wakes the machines of the HybridCluster's
+// Cluster, its owner.
+func (r *HybridMachineReconciler) hybridClusterToHybridMachines(ctx context.Context, o client.Object) []reconcile.Request {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Kind == "Cluster" && strings.HasPrefix(ref.APIVersion, clusterv1.GroupVersion.Group+"/") {
+			return r.clusterToHybridMachines(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: ref.Name}})
+		}
+	}
+	return nil
+}
+
 // hasClusterLabel is whether a Secret may be a Machine's bootstrap data
 // that the manager sees change: it caches only Secrets labelled with their
 // cluster, as bootstrap providers label their data Secrets.
@@ -132,18 +158,29 @@ func hasClusterLabel(o client.Object) bool {
 // whose Machine takes its bootstrap data from the Secret.
 func (r *HybridMachineReconciler) dataSecretToHybridMachines(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &clusterv1.MachineList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{machineDataSecretField: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the Machines of a bootstrap data Secret", "Secret", klog.KObj(o))
 		return nil
 	}
 	cluster := o.GetLabels()[clusterv1.ClusterNameLabel]
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		m := &list.Items[i]
-		if m.Spec.ClusterName == cluster && ptr.Deref(m.Spec.Bootstrap.DataSecretName, "") == o.GetName() {
+		if m := &list.Items[i]; m.Spec.ClusterName == cluster {
 			reqs = append(reqs, machineToHybridMachine(ctx, m)...)
 		}
 	}
 	return reqs
+}
+
+// machineDataSecretField indexes Machines by spec.bootstrap.dataSecretName.
+const machineDataSecretField = "spec.bootstrap.dataSecretName"
+
+func machineDataSecret(o client.Object) []string {
+	m, ok := o.(*clusterv1.Machine)
+	if !ok || ptr.Deref(m.Spec.Bootstrap.DataSecretName, "") == "" {
+		return nil
+	}
+	return []string{*m.Spec.Bootstrap.DataSecretName}
 }
 
 func machineToHybridMachine(_ context.Context, o client.Object) []reconcile.Request {

@@ -494,6 +494,29 @@ func TestOversizedPayloadWritesNoSecret(t *testing.T) {
 	g.Expect(tokensAfter.Items).To(HaveLen(len(tokensBefore.Items)), "no token is created for a payload that cannot be sent")
 }
 
+// TestFileSecretCreatedLaterIsFound: a Secret that spec.files names and
+// that does not exist yet (applied after the cluster, as GitOps tools may)
+// is waited for with retries, since nothing watches it, and its content
+// reaches the payload once it exists.
+func TestFileSecretCreatedLaterIsFound(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{Files: []bootstrapv1.File{{
+		Path: `C:\etc\late.txt`, ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.SecretKeyReference{Name: "late", Key: "content"}},
+	}}}, true)
+	g.Eventually(func(g Gomega) {
+		cond := condition(g, w.getConfig(g), bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition)
+		g.Expect(cond.Reason).To(Equal(bootstrapv1.WindowsKubeadmConfigWaitingForInputsReason))
+		g.Expect(cond.Message).To(ContainSubstring("Secret late"))
+	}, eventually).Should(Succeed())
+
+	late := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "late"}, Data: map[string][]byte{"content": []byte("arrived")}}
+	g.Expect(mgmt.Client.Create(t.Context(), late)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(w.getConfig(g).Status.DataSecretName).To(Equal(w.config.Name))
+	}, eventually).Should(Succeed())
+	g.Expect(nodeConfig(g, w.dataSecret(g)).Files).To(ContainElement(HaveField("Content", base64.StdEncoding.EncodeToString([]byte("arrived")))))
+}
+
 // TestMachineSizeIsTheNodesToCheck: reservations over any VM's memory still
 // get bootstrap data; capwin-node's preflight refuses them on the machine,
 // where its memory is known. The Machine's infrastructure may be of any

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -36,6 +37,7 @@ import (
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	"github.com/capwin/capwin/bootstrap/payload"
 	"github.com/capwin/capwin/bootstrap/validation"
+	"github.com/capwin/capwin/internal/clusterwatch"
 	"github.com/capwin/capwin/internal/deleted"
 	"github.com/capwin/capwin/node-components/discovery"
 	"github.com/capwin/capwin/node-components/nodeconfig"
@@ -77,7 +79,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 		For(&bootstrapv1.WindowsKubeadmConfig{}).
 		WithOptions(options).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToConfig)).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToConfigs)).
+		// Not on every Cluster status change: only on what configs wait on.
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToConfigs),
+			builder.WithPredicates(clusterwatch.WhatMachinesWaitOn())).
 		// A new connection to a workload cluster is when waiting configs can
 		// create their tokens.
 		WatchesRawSource(r.ClusterCache.GetClusterSource("windowskubeadmconfig", r.clusterToConfigs)).
@@ -176,7 +180,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, config *bootstrapv1.Wi
 			"Waiting for the Cluster's infrastructure to be provisioned")
 		return ctrl.Result{}, nil
 	}
-	if !controlPlaneInitialized(cluster) {
+	if !clusterwatch.ControlPlaneInitialized(cluster) {
 		setDataSecretNotAvailable(config, bootstrapv1.WindowsKubeadmConfigWaitingForControlPlaneInitializedReason,
 			"Waiting for the control plane to be initialized: a Windows node joins a running control plane")
 		return ctrl.Result{}, nil
@@ -191,7 +195,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, config *bootstrapv1.Wi
 	in.Token = "000000.0000000000000000"
 	p, err := payload.Render(in)
 	if err != nil {
-		return r.invalid(config, err)
+		return r.inputError(config, err)
 	}
 	if err := p.CheckSize(); err != nil {
 		setDataSecretNotAvailable(config, bootstrapv1.WindowsKubeadmConfigPayloadTooLargeReason,
@@ -409,13 +413,15 @@ func (r *Reconciler) payloadInput(ctx context.Context, config *bootstrapv1.Windo
 	in.CACertHashes = []string{hash}
 
 	in.FileContent = func(ref bootstrapv1.SecretKeyReference) ([]byte, error) {
+		// Transient: nothing watches the Secrets spec.files names, so a
+		// Secret created or completed later is found by the retries.
 		s := &corev1.Secret{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: config.Namespace, Name: ref.Name}, s); err != nil {
-			return nil, err
+			return nil, transientError{err}
 		}
 		v, ok := s.Data[ref.Key]
 		if !ok {
-			return nil, fmt.Errorf("the Secret has no key %s", ref.Key)
+			return nil, transientError{fmt.Errorf("the Secret has no key %s", ref.Key)}
 		}
 		return v, nil
 	}
@@ -506,14 +512,4 @@ func setReadyCondition(config *bootstrapv1.WindowsKubeadmConfig) {
 		conditions.ForConditionTypes{bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition},
 		conditions.IgnoreTypesIfMissing{bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition},
 	)
-}
-
-// controlPlaneInitialized is whether the Cluster's control plane is
-// initialised. Cluster API reports it as the ControlPlaneInitialized
-// condition for every cluster; status.initialization.controlPlaneInitialized
-// is only set by a control-plane provider, and a cluster whose control plane
-// is stand-alone Machines has none.
-func controlPlaneInitialized(cluster *clusterv1.Cluster) bool {
-	return ptr.Deref(cluster.Status.Initialization.ControlPlaneInitialized, false) ||
-		conditions.IsTrue(cluster, clusterv1.ClusterControlPlaneInitializedCondition)
 }
