@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -23,6 +24,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	capisetup "sigs.k8s.io/cluster-api/core/setup"
+	"sigs.k8s.io/cluster-api/util/secret"
 
 	"github.com/capwin/capwin/bootstrap/reconciler"
 	"github.com/capwin/capwin/controllers"
@@ -128,12 +130,43 @@ func clusterCache(ctx context.Context, mgr ctrl.Manager, o Options, copts contro
 // CacheOptions caches only the Secrets of clusters (those with the
 // cluster-name label), as Cluster API's managers do: the manager's client
 // reads Secrets uncached anyway, the ClusterCache reads kubeconfigs cached.
+// What the reconcilers never read from the cache is dropped as objects
+// enter it, so that a manager of a thousand machines holds only what it
+// uses: every object's managed fields, and the data of every cached Secret
+// but a cluster's kubeconfig (the HybridMachine reconciler watches
+// bootstrap data Secrets for their names only, and reads their data from
+// the API server). The manager's client must be made with ClientOptions.
 func CacheOptions(syncPeriod time.Duration) cache.Options {
 	req, _ := labels.NewRequirement(clusterv1.ClusterNameLabel, selection.Exists, nil)
 	return cache.Options{
-		SyncPeriod: &syncPeriod,
+		SyncPeriod:       &syncPeriod,
+		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: labels.NewSelector().Add(*req)},
+			&corev1.Secret{}: {Label: labels.NewSelector().Add(*req), Transform: keepOnlyKubeconfigData},
 		},
 	}
+}
+
+// keepOnlyKubeconfigData strips a cached Secret's managed fields, and its
+// data unless it is a cluster's kubeconfig: by the rule Cluster API's own
+// manager keeps data by, a name ending in -kubeconfig (the ClusterCache
+// reads <Cluster name>-kubeconfig, whatever its label says).
+func keepOnlyKubeconfigData(in any) (any, error) {
+	s, ok := in.(*corev1.Secret)
+	if !ok {
+		return in, nil
+	}
+	s.ManagedFields = nil
+	if !strings.HasSuffix(s.Name, "-"+string(secret.Kubeconfig)) {
+		s.Data, s.StringData = nil, nil
+	}
+	return s, nil
+}
+
+// ClientOptions are the manager's client options that CacheOptions relies
+// on: Secrets (and ConfigMaps) read from the API server, never from the
+// cache, whose Secrets carry no data but kubeconfigs'. They are Cluster
+// API's manager's.
+func ClientOptions() client.Options {
+	return capisetup.ManagerClientOptions()
 }

@@ -21,8 +21,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"sigs.k8s.io/cluster-api/core/setup"
-
 	"github.com/capwin/capwin/bootstrap/reconciler"
 	"github.com/capwin/capwin/internal/scheme"
 	capwinsetup "github.com/capwin/capwin/setup"
@@ -108,7 +106,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o options) (ctrl.Manager,
 		LeaderElection:         o.leaderElect,
 		LeaderElectionID:       "capwin-manager-leader-election",
 		Cache:                  capwinsetup.CacheOptions(o.syncPeriod),
-		Client:                 setup.ManagerClientOptions(),
+		Client:                 capwinsetup.ClientOptions(),
 	}
 	if o.skipNameValidation {
 		mgrOpts.Controller.SkipNameValidation = ptr.To(true)

@@ -39,8 +39,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"sigs.k8s.io/cluster-api/core/setup"
-
 	"github.com/capwin/capwin/platform/azure"
 	"github.com/capwin/capwin/platform/azure/azuresim"
 	"github.com/capwin/capwin/platform/vsphere/vspheresim"
@@ -321,7 +319,7 @@ func (s *Sim) StartCapwin(ctx context.Context) error {
 		// As capwin-manager: Secrets and ConfigMaps read uncached, the
 		// clusters' Secrets cached for the ClusterCache.
 		o.Cache = capwinsetup.CacheOptions(10 * time.Minute)
-		o.Client = setup.ManagerClientOptions()
+		o.Client = capwinsetup.ClientOptions()
 		o.WebhookServer = nil
 	})
 	if err != nil {
