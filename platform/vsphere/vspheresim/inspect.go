@@ -2,12 +2,17 @@ package vspheresim
 
 import (
 	"context"
+	"maps"
 	"reflect"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/event"
+	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -37,6 +42,10 @@ type VM struct {
 	IPs      []string
 	// MACs are the MAC addresses of its network devices, in device order.
 	MACs []string
+
+	// changeVersion is the config.changeVersion its configuration was
+	// read at.
+	changeVersion string
 }
 
 // VMs lists every VM of the inventory, templates included.
@@ -54,6 +63,11 @@ func (v *VCenter) VMs(ctx context.Context) ([]VM, error) {
 type Watcher struct {
 	c    *govmomi.Client
 	view *view.ContainerView
+
+	mu sync.Mutex
+	// configs is each VM's configuration as last read, with the
+	// config.changeVersion it was read at.
+	configs map[types.ManagedObjectReference]VM
 }
 
 // Watch logs in for a Watcher; Close logs out.
@@ -67,7 +81,7 @@ func (v *VCenter) Watch(ctx context.Context) (*Watcher, error) {
 		_ = c.Logout(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	return &Watcher{c: c, view: cv}, nil
+	return &Watcher{c: c, view: cv, configs: map[types.ManagedObjectReference]VM{}}, nil
 }
 
 // Close ends the Watcher's session.
@@ -77,37 +91,113 @@ func (w *Watcher) Close(ctx context.Context) {
 	_ = w.c.Logout(ctx)
 }
 
-// VMs lists every VM of the inventory, templates included.
+// The properties a Watcher reads of every VM each time, and those it reads
+// again only when the VM's config.changeVersion moved.
+var (
+	everyRead  = []string{"name", "runtime.powerState", "config.changeVersion", "guest"}
+	configRead = []string{"runtime.powerState", "config.changeVersion", "config.instanceUuid", "config.uuid", "config.guestId", "config.hardware.numCPU", "config.hardware.device", "config.extraConfig"}
+)
+
+// VMs lists every VM of the inventory, templates included. Each call reads
+// every VM's name, power state, guest and config.changeVersion; a VM's
+// configuration (its devices and guestinfo, the bulk of it) is read again
+// only when its changeVersion or its power state differs from what they
+// were at its last read, so that a poller of hundreds of VMs does not read
+// them all each time. vcsim moves changeVersion on a reconfigure, but not
+// when a clone's device changes land after the clone is listed: the power
+// state catches those, since a clone is off until they have.
 func (w *Watcher) VMs(ctx context.Context) ([]VM, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	var all []mo.VirtualMachine
-	props := []string{"name", "runtime.powerState", "config.instanceUuid", "config.uuid", "config.guestId", "config.hardware.numCPU", "config.hardware.device", "config.extraConfig", "guest"}
-	if err := w.view.Retrieve(ctx, []string{"VirtualMachine"}, props, &all); err != nil {
+	if err := w.view.Retrieve(ctx, []string{"VirtualMachine"}, everyRead, &all); err != nil {
 		return nil, err
 	}
-	out := make([]VM, 0, len(all))
-	for _, o := range all {
-		vm := VM{ID: o.Reference().Value, Name: o.Name, PoweredOn: o.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn}
-		vm.HostName, vm.IPs = guestOf(&o)
-		if o.Config != nil {
-			vm.InstanceUUID = o.Config.InstanceUuid
-			vm.BIOSUUID = o.Config.Uuid
-			vm.GuestID = o.Config.GuestId
-			vm.NumCPUs = o.Config.Hardware.NumCPU
-			for _, d := range object.VirtualDeviceList(o.Config.Hardware.Device).SelectByType((*types.VirtualEthernetCard)(nil)) {
-				vm.MACs = append(vm.MACs, d.(types.BaseVirtualEthernetCard).GetVirtualEthernetCard().MacAddress)
-			}
-			vm.ExtraConfig = map[string]string{}
-			for _, e := range o.Config.ExtraConfig {
-				if ov := e.GetOptionValue(); ov != nil {
-					if s, ok := ov.Value.(string); ok {
-						vm.ExtraConfig[ov.Key] = s
-					}
-				}
-			}
+	var stale []types.ManagedObjectReference
+	seen := make(map[types.ManagedObjectReference]bool, len(all))
+	for i := range all {
+		o := &all[i]
+		seen[o.Self] = true
+		on := o.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
+		if c, ok := w.configs[o.Self]; !ok || o.Config == nil || o.Config.ChangeVersion == "" || c.changeVersion != o.Config.ChangeVersion || c.PoweredOn != on {
+			stale = append(stale, o.Self)
 		}
+	}
+	for ref := range w.configs {
+		if !seen[ref] {
+			delete(w.configs, ref)
+		}
+	}
+	if len(stale) > 0 {
+		if err := w.readConfigs(ctx, stale); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]VM, 0, len(all))
+	for i := range all {
+		o := &all[i]
+		vm := w.configs[o.Self]
+		vm.ExtraConfig, vm.MACs = maps.Clone(vm.ExtraConfig), slices.Clone(vm.MACs)
+		vm.ID, vm.Name, vm.PoweredOn = o.Reference().Value, o.Name, o.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
+		vm.HostName, vm.IPs = guestOf(o)
 		out = append(out, vm)
 	}
 	return out, nil
+}
+
+// readConfigs reads the configuration of the VMs refs into w.configs. A VM
+// deleted since the list was read is left out: the next read lists it no
+// more.
+func (w *Watcher) readConfigs(ctx context.Context, refs []types.ManagedObjectReference) error {
+	var vms []mo.VirtualMachine
+	pc := property.DefaultCollector(w.c.Client)
+	if err := pc.Retrieve(ctx, refs, configRead, &vms); err != nil {
+		if !isNotFound(err) {
+			return err
+		}
+		// One of them is gone: read them one at a time.
+		vms = vms[:0]
+		for _, ref := range refs {
+			var vm mo.VirtualMachine
+			if err := pc.RetrieveOne(ctx, ref, configRead, &vm); err != nil {
+				if isNotFound(err) {
+					continue
+				}
+				return err
+			}
+			vms = append(vms, vm)
+		}
+	}
+	for i := range vms {
+		o := &vms[i]
+		if o.Config == nil {
+			delete(w.configs, o.Self)
+			continue
+		}
+		vm := VM{
+			InstanceUUID: o.Config.InstanceUuid, BIOSUUID: o.Config.Uuid, GuestID: o.Config.GuestId,
+			NumCPUs: o.Config.Hardware.NumCPU, ExtraConfig: map[string]string{}, changeVersion: o.Config.ChangeVersion,
+			PoweredOn: o.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn,
+		}
+		for _, d := range object.VirtualDeviceList(o.Config.Hardware.Device).SelectByType((*types.VirtualEthernetCard)(nil)) {
+			vm.MACs = append(vm.MACs, d.(types.BaseVirtualEthernetCard).GetVirtualEthernetCard().MacAddress)
+		}
+		for _, e := range o.Config.ExtraConfig {
+			if ov := e.GetOptionValue(); ov != nil {
+				if s, ok := ov.Value.(string); ok {
+					vm.ExtraConfig[ov.Key] = s
+				}
+			}
+		}
+		w.configs[o.Self] = vm
+	}
+	return nil
+}
+
+// isNotFound is whether err is vCenter's fault for an object that does not
+// exist.
+func isNotFound(err error) bool {
+	return fault.Is(err, &types.ManagedObjectNotFound{})
 }
 
 // Task is what the tests look at of a task in vCenter's recent tasks.
