@@ -1,9 +1,17 @@
 package vsphere
 
 import (
+	"context"
 	"fmt"
+	"reflect"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/vmware/govmomi/vim25/soap"
+
+	"github.com/capwin/capwin/test/benchdata"
 )
 
 // BenchmarkProvision100 provisions 100 machines on vcsim through one
@@ -16,6 +24,8 @@ func BenchmarkProvision100(b *testing.B) {
 		b.StopTimer()
 		v, creds := vcsim(b)
 		sessions := NewSessions()
+		calls := &methodCounts{counts: map[string]int{}}
+		sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { calls.RoundTripper = rt; return calls }
 		ctx := b.Context()
 		b.StartTimer()
 
@@ -24,12 +34,14 @@ func BenchmarkProvision100(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := sessions.RoundTrips()
+		calls.reset()
 		for i := range 100 {
 			// A requeue longer than vcsim's clone task, as the controller's
 			// requeue (seconds) is longer than a real one's progress steps.
 			provision(ctx, b, s, machine(fmt.Sprintf("b%03d", i)), 20*time.Millisecond)
 		}
 		provisioned := sessions.RoundTrips() - start
+		provisionCalls := calls.reset()
 
 		b.StopTimer()
 		names := make([]string, 100)
@@ -39,12 +51,16 @@ func BenchmarkProvision100(b *testing.B) {
 		running := provisionRunning(b, v, s, names...)
 		b.StartTimer()
 		start = sessions.RoundTrips()
+		calls.reset()
 		for _, m := range running {
 			if _, err := s.Reconcile(ctx, m); err != nil {
 				b.Fatal(err)
 			}
 		}
 		resync := sessions.RoundTrips() - start
+		resyncCalls := calls.reset()
+		benchdata.Write(b, "vsphere-round-trips.json", map[string]map[string]float64{
+			"provision": perMachine(provisionCalls, 100), "resync": perMachine(resyncCalls, 100)})
 
 		b.ReportMetric(float64(provisioned)/100, "roundtrips/machine")
 		b.ReportMetric(float64(resync)/100, "roundtrips/machine/resync")
@@ -56,4 +72,37 @@ func BenchmarkProvision100(b *testing.B) {
 			b.Errorf("%d sessions opened for one credential", n)
 		}
 	}
+}
+
+// methodCounts counts the vCenter calls that pass through it by method.
+type methodCounts struct {
+	soap.RoundTripper
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (m *methodCounts) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
+	// govmomi's request bodies are named after their method: CloneVM_TaskBody.
+	method := strings.TrimSuffix(reflect.TypeOf(req).Elem().Name(), "Body")
+	m.mu.Lock()
+	m.counts[method]++
+	m.mu.Unlock()
+	return m.RoundTripper.RoundTrip(ctx, req, res)
+}
+
+// reset returns the counts so far and starts again from zero.
+func (m *methodCounts) reset() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.counts
+	m.counts = map[string]int{}
+	return c
+}
+
+func perMachine(counts map[string]int, machines int) map[string]float64 {
+	out := make(map[string]float64, len(counts))
+	for method, n := range counts {
+		out[method] = float64(n) / float64(machines)
+	}
+	return out
 }

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -9,15 +11,31 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	"github.com/capwin/capwin/test/benchdata"
+	"github.com/capwin/capwin/test/sim"
 )
 
 // BenchmarkScaleWindows0To50 times a Windows MachineDeployment going from 0
-// to 50 Running and Ready machines on the simulation with no boot delay:
+// to 50 Running and Ready machines on the simulation with no boot delay, and
+// back to 0 with none of their VMs left:
 // the real Cluster API controllers, capwin's controllers, vcsim and the
 // guests. It reports the peak Go heap of this process (the controllers, the
 // vCenter simulator and the guests; the API servers are processes of their
 // own) and the process's peak RSS.
-func BenchmarkScaleWindows0To50(b *testing.B) {
+func BenchmarkScaleWindows0To50(b *testing.B) { benchScale(b, 50) }
+
+// BenchmarkScaleWindows0To500 does what BenchmarkScaleWindows0To50 does,
+// for 500 machines, within 15 minutes each way.
+func BenchmarkScaleWindows0To500(b *testing.B) { benchScale(b, 500) }
+
+func benchScale(b *testing.B, n int) {
 	s.Guests.SetBootDelay(0)
 	defer s.Guests.SetBootDelay(bootDelay)
 	var peakHeap uint64
@@ -27,12 +45,22 @@ func BenchmarkScaleWindows0To50(b *testing.B) {
 		stop := sampleHeap(&peakHeap)
 		b.StartTimer()
 		start := time.Now()
-		scale(b, o, 50)
-		waitRunning(b, o, 50)
+		scale(b, o, int32(n))
+		phases := followPhases(b, o, n, start, 15*time.Minute)
+		waitRunning(b, o, n)
 		elapsed := time.Since(start)
+		benchdata.Write(b, fmt.Sprintf("scale-0-to-%d.json", n), phases)
 		b.StopTimer()
 		stop()
-		b.ReportMetric(elapsed.Seconds(), "s/scale-0-to-50")
+		b.ReportMetric(elapsed.Seconds(), fmt.Sprintf("s/scale-0-to-%d", n))
+		// And back to 0, with none of their VMs left in vCenter.
+		down := time.Now()
+		scale(b, o, 0)
+		NewWithT(b).Eventually(func(g Gomega) {
+			g.Expect(windowsMachines(b.Context(), g, o)).To(BeEmpty())
+			g.Expect(vms(b, o.Name+"-wi-")).To(BeEmpty())
+		}, 15*time.Minute, max(time.Second, time.Duration(n)*10*time.Millisecond)).Should(Succeed())
+		b.ReportMetric(time.Since(down).Seconds(), fmt.Sprintf("s/scale-%d-to-0", n))
 		deleteCluster(b, o)
 		b.StartTimer()
 	}
@@ -41,6 +69,47 @@ func BenchmarkScaleWindows0To50(b *testing.B) {
 	apiservers, etcds := childrenPeakRSS("kube-apiserver"), childrenPeakRSS("etcd")
 	b.ReportMetric(float64(apiservers)/(1<<10), "apiservers-peak-RSS-MiB")
 	b.ReportMetric(float64(etcds)/(1<<10), "etcds-peak-RSS-MiB")
+}
+
+// phaseSample counts the Windows MachineDeployment's Machines by phase,
+// and those Ready, at a moment of a scale-up.
+type phaseSample struct {
+	Seconds float64        `json:"seconds"`
+	Phases  map[string]int `json:"phases"`
+	Ready   int            `json:"ready"`
+}
+
+// followPhases samples the Windows Machines' phases from start until n of
+// them are Running and Ready, and returns the samples. It samples every
+// 2 ms per machine (200 ms for 50 machines, 1 s for 500), so that the
+// sampling of many machines does not weigh on what it measures.
+func followPhases(b *testing.B, o sim.ClusterOptions, n int, start time.Time, within time.Duration) []phaseSample {
+	b.Helper()
+	var samples []phaseSample
+	for {
+		l := &clusterv1.MachineList{}
+		err := s.Management.Client.List(b.Context(), l, client.InNamespace(o.Namespace),
+			client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: o.Name + "-windows"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sample := phaseSample{Seconds: time.Since(start).Seconds(), Phases: map[string]int{}}
+		for i := range l.Items {
+			m := &l.Items[i]
+			sample.Phases[cmp.Or(m.Status.Phase, "None")]++
+			if m.Status.Phase == string(clusterv1.MachinePhaseRunning) && conditions.IsTrue(m, clusterv1.MachineReadyCondition) {
+				sample.Ready++
+			}
+		}
+		samples = append(samples, sample)
+		if sample.Ready == n && len(l.Items) == n {
+			return samples
+		}
+		if time.Since(start) > within {
+			b.Fatalf("%d of %d Windows machines Running and Ready after %s: %v", sample.Ready, n, within, sample.Phases)
+		}
+		time.Sleep(max(200*time.Millisecond, time.Duration(n)*2*time.Millisecond))
+	}
 }
 
 // childrenPeakRSS sums the VmHWM, in KiB, of this process's children named
