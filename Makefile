@@ -13,9 +13,9 @@ KUSTOMIZE := $(GO) tool -modfile=$(TOOLS_MOD) kustomize
 GOLANGCI_LINT := $(GO) tool -modfile=$(TOOLS_MOD) golangci-lint
 CLUSTERCTL := $(GO) tool -modfile=$(TOOLS_MOD) clusterctl
 
-# Every Go module of the repository whose code ships, and the bundle's
-# builder (other tools excluded).
-MODULES := . $(patsubst %/go.mod,%,$(wildcard node-components/go.mod)) hack/bundle
+# Every Go module of the repository whose code ships, the bundle's builder
+# and the benchmark report's (the pinned tools excluded).
+MODULES := . $(patsubst %/go.mod,%,$(wildcard node-components/go.mod)) hack/bundle hack/benchreport
 
 # Extra flags for `go test`, for example TEST_ARGS='-run TestSmoke -v'.
 TEST_ARGS ?=
@@ -91,9 +91,11 @@ windows-check: ## Build and vet every package and command of node-components for
 	cd node-components && $(WINDOWS_ENV) $(GO) build -trimpath ./... && $(WINDOWS_ENV) $(GO) vet -trimpath ./...
 
 .PHONY: bench
-bench: ## Run the benchmarks: payload sizes, render time, vCenter round trips and ARM requests per machine, Windows scale 0 -> 50 on the simulation, the node agent's join time and size
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test ./bootstrap/payload/ ./platform/vsphere/ ./platform/azure/ ./controllers/ ./test/e2e/ -run '^$$' -bench . -benchmem
-	cd node-components && $(GO) test ./agent/ ./cmd/capwin-node/ -run '^$$' -bench . -benchmem
+bench: ## Run the benchmarks (payload sizes, render time, vCenter round trips and ARM requests per machine, Windows scale 0 -> 50 and 0 -> 500 on the simulation, the manager's memory with 1,000 machines, the node agent's join time and size) and write their report to out/bench/report.md
+	rm -rf out/bench && mkdir -p out/bench/data
+	CAPWIN_BENCH_OUT="$(CURDIR)/out/bench/data" KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test ./bootstrap/payload/ ./platform/vsphere/ ./platform/azure/ ./controllers/ ./cmd/capwin-manager/ ./test/e2e/ -run '^$$' -bench . -benchmem -timeout 60m | tee out/bench/bench.txt
+	cd node-components && $(GO) test ./agent/ ./cmd/capwin-node/ -run '^$$' -bench . -benchmem | tee -a ../out/bench/bench.txt
+	cd hack/benchreport && $(GO) run . -data ../../out/bench/data -bench ../../out/bench/bench.txt -out ../../out/bench
 
 .PHONY: fuzz
 fuzz: ## Run the coverage-guided fuzzer (FUZZ_TIME, default 2m each; its first run builds every dependency instrumented, about 5 min on 2 cores)
