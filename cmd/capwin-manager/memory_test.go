@@ -69,14 +69,14 @@ func BenchmarkManagerMemory1000Machines(b *testing.B) {
 		b.Fatal(err)
 	}
 	var peak, final int
-	var samples []memorySample
+	var samples []benchdata.MemorySample
 	for b.Loop() {
 		peak, samples = runManagerUntilReconciled(b, bin, kubeconfig, fleetSize)
 		final = int(samples[len(samples)-1].RSSMiB * (1 << 10))
 	}
 	b.ReportMetric(float64(peak)/(1<<10), "peak-RSS-MiB")
 	b.ReportMetric(float64(final)/(1<<10), "RSS-MiB")
-	benchdata.Write(b, "manager-memory.json", memoryRun{Machines: fleetSize, GoalMiB: memoryGoal >> 20, PeakMiB: float64(peak) / (1 << 10), Samples: samples})
+	benchdata.Write(b, "manager-memory.json", benchdata.MemoryRun{Machines: fleetSize, GoalMiB: memoryGoal >> 20, PeakMiB: float64(peak) / (1 << 10), Samples: samples})
 	if peak<<10 > memoryGoal {
 		b.Errorf("capwin-manager's peak RSS holding %d machines is %d MiB, over the goal of %d MiB", fleetSize, peak>>10, memoryGoal>>20)
 	}
@@ -92,26 +92,11 @@ func buildManager(b *testing.B) string {
 	return bin
 }
 
-// memorySample is the manager's RSS a moment after it started; memoryRun is
-// what hack/benchreport draws.
-type memorySample struct {
-	Seconds float64 `json:"seconds"`
-	RSSMiB  float64 `json:"rssMiB"`
-}
-
-type memoryRun struct {
-	Machines int     `json:"machines"`
-	GoalMiB  float64 `json:"goalMiB"`
-	// PeakMiB is the process's VmHWM, which the goal is checked against.
-	PeakMiB float64        `json:"peakMiB"`
-	Samples []memorySample `json:"samples"`
-}
-
 // runManagerUntilReconciled runs the manager until its HybridMachine and
 // WindowsKubeadmConfig controllers have each reconciled n objects and their
 // queues are empty, and two seconds more. It returns the process's peak RSS
 // in KiB and its RSS sampled every 250 ms from its start.
-func runManagerUntilReconciled(b *testing.B, bin, kubeconfig string, n int) (peak int, samples []memorySample) {
+func runManagerUntilReconciled(b *testing.B, bin, kubeconfig string, n int) (peak int, samples []benchdata.MemorySample) {
 	metrics := freeAddress(b)
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
@@ -129,7 +114,7 @@ func runManagerUntilReconciled(b *testing.B, bin, kubeconfig string, n int) (pea
 	go func() { exited <- cmd.Wait() }()
 	started, pid := time.Now(), strconv.Itoa(cmd.Process.Pid)
 	sample := func() {
-		samples = append(samples, memorySample{Seconds: time.Since(started).Seconds(), RSSMiB: float64(status(pid, "VmRSS:")) / (1 << 10)})
+		samples = append(samples, benchdata.MemorySample{Seconds: time.Since(started).Seconds(), RSSMiB: float64(status(pid, "VmRSS:")) / (1 << 10)})
 	}
 	defer func() {
 		cancel()

@@ -36,6 +36,10 @@ const (
 	scalePrefix    = "scale-0-to-"
 )
 
+// phaseSample, memorySample and memoryRun are what the benchmarks write:
+// the management module's test/benchdata types, copied so that this module
+// does not depend on that one.
+
 // phaseSample is a moment of a scale-up (test/e2e's BenchmarkScaleWindows).
 type phaseSample struct {
 	Seconds float64        `json:"seconds"`

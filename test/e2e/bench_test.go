@@ -71,21 +71,13 @@ func benchScale(b *testing.B, n int) {
 	b.ReportMetric(float64(etcds)/(1<<10), "etcds-peak-RSS-MiB")
 }
 
-// phaseSample counts the Windows MachineDeployment's Machines by phase,
-// and those Ready, at a moment of a scale-up.
-type phaseSample struct {
-	Seconds float64        `json:"seconds"`
-	Phases  map[string]int `json:"phases"`
-	Ready   int            `json:"ready"`
-}
-
 // followPhases samples the Windows Machines' phases from start until n of
 // them are Running and Ready, and returns the samples. It samples every
 // 2 ms per machine (200 ms for 50 machines, 1 s for 500), so that the
 // sampling of many machines does not weigh on what it measures.
-func followPhases(b *testing.B, o sim.ClusterOptions, n int, start time.Time, within time.Duration) []phaseSample {
+func followPhases(b *testing.B, o sim.ClusterOptions, n int, start time.Time, within time.Duration) []benchdata.PhaseSample {
 	b.Helper()
-	var samples []phaseSample
+	var samples []benchdata.PhaseSample
 	for {
 		l := &clusterv1.MachineList{}
 		err := s.Management.Client.List(b.Context(), l, client.InNamespace(o.Namespace),
@@ -93,7 +85,7 @@ func followPhases(b *testing.B, o sim.ClusterOptions, n int, start time.Time, wi
 		if err != nil {
 			b.Fatal(err)
 		}
-		sample := phaseSample{Seconds: time.Since(start).Seconds(), Phases: map[string]int{}}
+		sample := benchdata.PhaseSample{Seconds: time.Since(start).Seconds(), Phases: map[string]int{}}
 		for i := range l.Items {
 			m := &l.Items[i]
 			sample.Phases[cmp.Or(m.Status.Phase, "None")]++
