@@ -92,7 +92,7 @@ func (w *Watcher) Close(ctx context.Context) {
 }
 
 // The properties a Watcher reads of every VM each time, and those it reads
-// again only when the VM's config.changeVersion moved.
+// again only when the VM's config.changeVersion or power state moved.
 var (
 	everyRead  = []string{"name", "runtime.powerState", "config.changeVersion", "guest"}
 	configRead = []string{"runtime.powerState", "config.changeVersion", "config.instanceUuid", "config.uuid", "config.guestId", "config.hardware.numCPU", "config.hardware.device", "config.extraConfig"}
