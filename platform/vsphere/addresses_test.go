@@ -42,9 +42,11 @@ func TestGuestAddresses(t *testing.T) {
 
 // TestNoMetadataWithoutMACs: a NIC without a MAC address cannot be
 // matched, so the network metadata is not written and the VM not powered
-// on; the condition says why.
+// on; the condition says why. (A VM that needs no entry, one DHCP NIC,
+// needs no MAC either.)
 func TestNoMetadataWithoutMACs(t *testing.T) {
 	m := machine("nomac")
+	m.Spec.Network = []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", IPAddrs: []string{"10.0.0.21/24"}, Gateway4: "10.0.0.1"}}
 	vm := object.NewVirtualMachine(nil, types.ManagedObjectReference{Type: "VirtualMachine", Value: "vm-1"})
 	_, err := (&Session{}).writeNetworkMetadata(t.Context(), vm, &types.VirtualMachineConfigInfo{}, []string{""}, m)
 	if !errors.Is(err, platform.ErrInvalid) || !strings.Contains(err.Error(), "network device 0 has no MAC address") {

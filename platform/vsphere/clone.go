@@ -13,13 +13,18 @@ import (
 )
 
 // clone starts the clone of the machine's template: configured, with its
-// user data, and powered off.
+// user data, and powered on by the clone when its metadata is complete
+// before vCenter gives its NICs their MACs (guestDefaultNetwork), off
+// otherwise.
 func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (State, error) {
 	inv, err := s.inventory(ctx, dc, m.Spec)
 	if err != nil {
 		return State{}, err
 	}
-	guestinfo, err := GuestInfo(m, nil)
+	// The NICs the clone will have: the template's, and one more for each
+	// network the spec names beyond them (deviceChanges).
+	nics := max(len(inv.devices.SelectByType((*types.VirtualEthernetCard)(nil))), len(m.Spec.Network))
+	guestinfo, err := GuestInfo(m, nil, nics)
 	if err != nil {
 		return State{}, err
 	}
@@ -43,11 +48,12 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 	if inv.datastore != nil {
 		relocate.Datastore = types.NewReference(*inv.datastore)
 	}
-	// The clone stays off: the guest is powered on only once its network
-	// metadata names each NIC by the MAC address vCenter gives it (see
-	// observe), since cloud-init and cloudbase-init configure only the
-	// NICs an entry matches.
-	spec := types.VirtualMachineCloneSpec{Location: relocate, Config: config}
+	// A guest whose own default network is the spec's needs nothing it
+	// cannot be given now, and the clone powers it on. Any other stays
+	// off: it is powered on only once its network metadata names each NIC
+	// by the MAC address vCenter gives it (see observe), since cloud-init
+	// and cloudbase-init configure only the NICs an entry matches.
+	spec := types.VirtualMachineCloneSpec{Location: relocate, Config: config, PowerOn: guestDefaultNetwork(m.Spec, nics)}
 	if m.Spec.CloneMode == infrav1.LinkedClone {
 		spec.Location.DiskMoveType = string(types.VirtualMachineRelocateDiskMoveOptionsCreateNewChildDiskBacking)
 		if inv.snapshot == nil {

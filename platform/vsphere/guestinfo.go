@@ -19,9 +19,10 @@ import (
 // GuestInfo is the extraConfig that hands the machine its metadata and user
 // data: cloudbase-init (Windows) and cloud-init (Linux) read the same
 // guestinfo keys. Both are gzip+base64 encoded. macs are the NICs' MAC
-// addresses once vCenter has given them, nil before.
-func GuestInfo(m Machine, macs []string) ([]types.BaseOptionValue, error) {
-	meta, err := metadata(m, macs)
+// addresses once vCenter has given them, nil before; nics is how many
+// network devices the VM has (see guestDefaultNetwork).
+func GuestInfo(m Machine, macs []string, nics int) ([]types.BaseOptionValue, error) {
+	meta, err := metadata(m, macs, nics)
 	if err != nil {
 		return nil, err
 	}
@@ -68,11 +69,28 @@ func guestInfoHolds(extraConfig []types.BaseOptionValue, key string, want []byte
 	return false
 }
 
+// guestDefaultNetwork reports whether the guest's own default network
+// configuration is the one the spec asks for, so that the metadata need
+// carry none: one network device on the VM (nics), asking for DHCP and
+// nothing else. cloud-init's VMware datasource then applies its fallback
+// configuration, DHCP on the first NIC, and Windows (cloudbase-init
+// configures nothing without an entry) keeps DHCP on every adapter. Such a
+// VM needs no MAC address in its metadata, so it is cloned with its
+// metadata and powered on by the clone itself.
+func guestDefaultNetwork(spec *infrav1.VSphereMachineSpec, nics int) bool {
+	if nics != 1 || len(spec.Network) != 1 {
+		return false
+	}
+	d := spec.Network[0]
+	return d.DHCP4 != nil && *d.DHCP4 && len(d.IPAddrs) == 0 && d.Gateway4 == "" && len(d.Nameservers) == 0
+}
+
 // metadata is the instance metadata: the host name, the network and the
 // SSH keys. A NIC is matched by its MAC address, and named eth0, eth1, ...,
 // once vCenter has given it one; before, the VM is off and nothing reads
-// the entry.
-func metadata(m Machine, macs []string) ([]byte, error) {
+// the entry. A VM whose guest's default network is the spec's
+// (guestDefaultNetwork) gets no network entry.
+func metadata(m Machine, macs []string, nics int) ([]byte, error) {
 	type ethernet struct {
 		Match       map[string]string   `json:"match,omitempty"`
 		SetName     string              `json:"set-name,omitempty"`
@@ -96,7 +114,9 @@ func metadata(m Machine, macs []string) ([]byte, error) {
 	meta := map[string]any{
 		"instance-id":    InstanceUUID(m.Namespace, m.Name),
 		"local-hostname": m.ComputerName,
-		"network":        map[string]any{"version": 2, "ethernets": ethernets},
+	}
+	if !guestDefaultNetwork(m.Spec, nics) {
+		meta["network"] = map[string]any{"version": 2, "ethernets": ethernets}
 	}
 	if len(m.SSHAuthorizedKeys) > 0 {
 		// One string, a key a line: cloudbase-init splits it into lines and
@@ -127,13 +147,13 @@ func (s *Session) writeNetworkMetadata(ctx context.Context, vm *object.VirtualMa
 		return "", fmt.Errorf("%w: VM %s has %d network devices, and spec.vsphere.network names %d", platform.ErrInvalid, vm.Reference().Value, len(macs), len(m.Spec.Network))
 	}
 	for i := range m.Spec.Network {
-		if macs[i] == "" {
+		if macs[i] == "" && !guestDefaultNetwork(m.Spec, len(macs)) {
 			// vCenter gives a clone's NICs their MAC addresses; one
 			// without would boot with an entry that matches nothing.
 			return "", fmt.Errorf("%w: VM %s: network device %d has no MAC address, which its network metadata must name before it powers on", platform.ErrInvalid, vm.Reference().Value, i)
 		}
 	}
-	want, err := metadata(m, macs)
+	want, err := metadata(m, macs, len(macs))
 	if err != nil {
 		return "", err
 	}
@@ -141,7 +161,7 @@ func (s *Session) writeNetworkMetadata(ctx context.Context, vm *object.VirtualMa
 		(len(m.UserData) == 0 || guestInfoHolds(config.ExtraConfig, "guestinfo.userdata", m.UserData)) {
 		return "", nil
 	}
-	values, err := GuestInfo(m, macs)
+	values, err := GuestInfo(m, macs, len(macs))
 	if err != nil {
 		return "", err
 	}

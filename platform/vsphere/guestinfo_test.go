@@ -3,7 +3,10 @@ package vsphere
 import (
 	"testing"
 
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 )
 
 // TestMetadataPublicKeys: the SSH keys are public-keys-data, one string
@@ -18,7 +21,7 @@ func TestMetadataPublicKeys(t *testing.T) {
 	m.SSHAuthorizedKeys = keys
 	read := func(m Machine) map[string]any {
 		t.Helper()
-		data, err := metadata(m, nil)
+		data, err := metadata(m, nil, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,5 +36,48 @@ func TestMetadataPublicKeys(t *testing.T) {
 	}
 	if meta := read(machine("nokeys")); meta["public-keys-data"] != nil {
 		t.Errorf("a machine without keys has public-keys-data %#v", meta["public-keys-data"])
+	}
+}
+
+// TestMetadataNetwork: a VM with one network device asking for DHCP and
+// nothing else gets no network entry, so that the guest's own default
+// (cloud-init's fallback, DHCP on the first NIC; Windows' DHCP) applies
+// and the VM can boot before vCenter names its MAC; anything else gets an
+// entry per device, matched by MAC once the MACs are known.
+func TestMetadataNetwork(t *testing.T) {
+	dhcp := infrav1.VSphereNetworkDevice{NetworkName: "VM Network", DHCP4: ptr.To(true)}
+	tests := []struct {
+		name    string
+		network []infrav1.VSphereNetworkDevice
+		nics    int
+		want    bool // a network entry
+	}{
+		{"one DHCP device", []infrav1.VSphereNetworkDevice{dhcp}, 1, false},
+		{"one DHCP device, the VM has two", []infrav1.VSphereNetworkDevice{dhcp}, 2, true},
+		{"two DHCP devices", []infrav1.VSphereNetworkDevice{dhcp, dhcp}, 2, true},
+		{"DHCP with nameservers", []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", DHCP4: ptr.To(true), Nameservers: []string{"10.0.0.2"}}}, 1, true},
+		{"static", []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", IPAddrs: []string{"10.0.0.21/24"}, Gateway4: "10.0.0.1"}}, 1, true},
+		{"dhcp4 false", []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", DHCP4: ptr.To(false)}}, 1, true},
+		{"dhcp4 unset", []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network"}}, 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := machine("net")
+			m.Spec.Network = tt.network
+			data, err := metadata(m, nil, tt.nics)
+			if err != nil {
+				t.Fatal(err)
+			}
+			meta := map[string]any{}
+			if err := yaml.Unmarshal(data, &meta); err != nil {
+				t.Fatal(err)
+			}
+			if _, got := meta["network"]; got != tt.want {
+				t.Errorf("network entry: %v, want %v:\n%s", got, tt.want, data)
+			}
+			if got := guestDefaultNetwork(m.Spec, tt.nics); got == tt.want {
+				t.Errorf("guestDefaultNetwork = %v, want %v", got, !tt.want)
+			}
+		})
 	}
 }

@@ -19,12 +19,35 @@ func (s *Session) datacenter(ctx context.Context, path string) (*object.Datacent
 	if v, ok := s.cache.Load(key); ok {
 		return v.(*object.Datacenter), nil
 	}
-	dc, err := find.NewFinder(s.Client).Datacenter(ctx, path)
+	return lookupOnce(s, key, func() (*object.Datacenter, error) {
+		dc, err := find.NewFinder(s.Client).Datacenter(ctx, path)
+		if err != nil {
+			return nil, notFound(err, "datacenter %s", path)
+		}
+		return dc, nil
+	})
+}
+
+// lookupOnce runs an inventory lookup not yet cached, and caches what it
+// found under key: the reconciles that need it at the same time (every
+// machine of a new MachineSet) share one lookup instead of each making it.
+func lookupOnce[T any](s *Session, key string, lookup func() (T, error)) (T, error) {
+	v, err, _ := s.lookups.Do(key, func() (any, error) {
+		if v, ok := s.cache.Load(key); ok {
+			return v, nil
+		}
+		v, err := lookup()
+		if err != nil {
+			return nil, err
+		}
+		s.cache.Store(key, v)
+		return v, nil
+	})
 	if err != nil {
-		return nil, notFound(err, "datacenter %s", path)
+		var zero T
+		return zero, err
 	}
-	s.cache.Store(key, dc)
-	return dc, nil
+	return v.(T), nil
 }
 
 func (s *Session) findVM(ctx context.Context, dc *object.Datacenter, m Machine) (*object.VirtualMachine, error) {
@@ -96,6 +119,10 @@ func (s *Session) inventory(ctx context.Context, dc *object.Datacenter, spec *in
 	if v, ok := s.cache.Load(key); ok {
 		return v.(*inventory), nil
 	}
+	return lookupOnce(s, key, func() (*inventory, error) { return s.lookupInventory(ctx, dc, spec) })
+}
+
+func (s *Session) lookupInventory(ctx context.Context, dc *object.Datacenter, spec *infrav1.VSphereMachineSpec) (*inventory, error) {
 	f := find.NewFinder(s.Client).SetDatacenter(dc)
 	inv := &inventory{}
 	tmpl, err := f.VirtualMachine(ctx, spec.Template)
@@ -147,7 +174,6 @@ func (s *Session) inventory(ctx context.Context, dc *object.Datacenter, spec *in
 		}
 		inv.networks = append(inv.networks, backing)
 	}
-	s.cache.Store(key, inv)
 	return inv, nil
 }
 

@@ -334,16 +334,18 @@ func TestSessionReestablished(t *testing.T) {
 // MAC address vCenter gave it (an entry without a match names an interface
 // id0, which no guest has), and the VM is powered on only after.
 func TestNetworkMetadataByMAC(t *testing.T) {
-	for name, network := range map[string]infrav1.VSphereNetworkDevice{
-		"dhcp":   {NetworkName: "VM Network", DHCP4: ptr.To(true)},
-		"static": {NetworkName: "VM Network", IPAddrs: []string{"10.0.0.21/24"}, Gateway4: "10.0.0.1", Nameservers: []string{"10.0.0.2"}},
+	dhcp := infrav1.VSphereNetworkDevice{NetworkName: "VM Network", DHCP4: ptr.To(true)}
+	for name, network := range map[string][]infrav1.VSphereNetworkDevice{
+		// Two devices: one DHCP device alone needs no entry (TestDefaultNetworkBootsWithTheClone).
+		"dhcp":   {dhcp, dhcp},
+		"static": {{NetworkName: "VM Network", IPAddrs: []string{"10.0.0.21/24"}, Gateway4: "10.0.0.1", Nameservers: []string{"10.0.0.2"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			s, _ := newSession(t)
 			m := machine(name)
 			m.OS = infrav1.OSLinux
-			m.Spec.Network = []infrav1.VSphereNetworkDevice{network}
+			m.Spec.Network = network
 			// The rewritten metadata keeps the SSH keys (else it would never
 			// match what it should be, and be rewritten again and again).
 			m.SSHAuthorizedKeys = []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAILkF1Ms6BeuCAVt6oFYilabd0bpA5fjYB3Op9jIsDcVi alice1@example.com"}
@@ -412,8 +414,51 @@ func TestCloneSpecFlags(t *testing.T) {
 	if config == nil || !ptr.Deref(config.VAppConfigRemoved, false) {
 		t.Errorf("the clone keeps the template's vApp configuration")
 	}
-	if clones[0].Spec.PowerOn {
-		t.Errorf("the clone powers on before its network metadata names its NICs")
+	if !clones[0].Spec.PowerOn {
+		t.Errorf("the clone of a machine on its guest's default network (one DHCP NIC) does not power it on")
+	}
+	static := machine("static")
+	static.Spec.Network = []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", IPAddrs: []string{"10.0.0.21/24"}, Gateway4: "10.0.0.1"}}
+	if _, err := s.Reconcile(ctx, static); err != nil {
+		t.Fatal(err)
+	}
+	if len(clones) != 2 || clones[1].Spec.PowerOn {
+		t.Errorf("the clone of a machine with a static address powers on before its network metadata names its NICs")
+	}
+}
+
+// TestDefaultNetworkBootsWithTheClone: a machine with one DHCP network
+// device is cloned with metadata that has no network entry and powered on
+// by the clone: no reconfigure, no power-on of its own, and it runs.
+func TestDefaultNetworkBootsWithTheClone(t *testing.T) {
+	ctx := t.Context()
+	_, creds := vcsim(t)
+	sessions := NewSessions()
+	calls := &methodCounts{counts: map[string]int{}}
+	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { calls.RoundTripper = rt; return calls }
+	s, err := sessions.Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := machine("default")
+	calls.reset()
+	st, _ := provision(ctx, t, s, m, 10*time.Millisecond)
+	if st.BIOSUUID == "" || !st.PoweredOn {
+		t.Fatalf("not running: %+v", st)
+	}
+	got := calls.reset()
+	for _, method := range []string{"ReconfigVM_Task", "PowerOnVM_Task"} {
+		if got[method] != 0 {
+			t.Errorf("%s called %d times, want none: %v", method, got[method], got)
+		}
+	}
+	o := vmConfig(ctx, t, s, m)
+	for _, v := range o.Config.ExtraConfig {
+		if ov := v.GetOptionValue(); ov.Key == "guestinfo.metadata" {
+			if meta := decode(t, fmt.Sprint(ov.Value)); strings.Contains(meta, "network") || !strings.Contains(meta, "local-hostname: win-default") {
+				t.Errorf("want metadata with the host name and no network entry:\n%s", meta)
+			}
+		}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"reflect"
 
 	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
@@ -58,7 +57,7 @@ func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Mach
 	if !m.Provisioned || len(m.UserData) > 0 {
 		props = append(props, "config.extraConfig")
 	}
-	if err := vm.Properties(ctx, vm.Reference(), props, &o); err != nil {
+	if err := s.read(ctx, vm.Reference(), props, &o); err != nil {
 		return State{}, fmt.Errorf("reading VM %s: %w", vm.Reference().Value, err)
 	}
 	st := State{Exists: true}
@@ -112,7 +111,7 @@ func (s *Session) taskResult(ctx context.Context, op infrav1.MachineOperation) (
 	ref := op.ID
 	var task mo.Task
 	moref := types.ManagedObjectReference{Type: "Task", Value: ref}
-	if err := property.DefaultCollector(s.Client).RetrieveOne(ctx, moref, []string{"info.state", "info.error", "info.descriptionId", "info.result"}, &task); err != nil {
+	if err := s.read(ctx, moref, []string{"info.state", "info.error", "info.descriptionId", "info.result"}, &task); err != nil {
 		if isFault[*types.ManagedObjectNotFound](err) {
 			// vCenter forgets finished tasks after a while: look at the VM.
 			return State{}, nil, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/capwin/capwin/platform"
 	"github.com/capwin/capwin/platform/sharedread"
@@ -51,10 +52,15 @@ type Session struct {
 	// networks) by datacenter and path: they rarely change, and finding one
 	// costs several round trips.
 	cache sync.Map
+	// lookups share the inventory lookups not yet cached.
+	lookups singleflight.Group
 	// views are the recent reads of the VMs the session found, shared by
 	// the resyncs of their machines (viewed), through list.
 	views *sharedread.Reads[*vmsView]
 	list  listView
+	// batch gathers concurrent reconciles' reads of tasks and VMs into
+	// one call.
+	batch batch
 	// used is when Get last handed the session out, in Unix nanoseconds.
 	used atomic.Int64
 	// key is its credentials' key in Sessions.

@@ -265,6 +265,7 @@ func TestCloneWhoseVMWasDeletedClonesAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	made := object.NewVirtualMachine(s.Client, info.Result.(types.ManagedObjectReference))
+	powerOff(t, made) // the clone powered it on
 	destroy, err := made.Destroy(ctx)
 	if err != nil {
 		t.Fatal(err)

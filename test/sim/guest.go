@@ -563,7 +563,8 @@ var guestBuilds = map[string]string{
 // and its network configuration (cloud-init's network config version 2).
 type metadata struct {
 	LocalHostname string `json:"local-hostname"`
-	Network       struct {
+	// Network is nil when the metadata has no network key.
+	Network *struct {
 		Ethernets map[string]ethernet `json:"ethernets"`
 	} `json:"network"`
 }
@@ -612,6 +613,10 @@ const (
 // guestinfo, entries without nameservers included) applies an entry only to the adapter with the entry's MAC
 // address; an adapter it does not configure keeps Windows' default, DHCP.
 //
+// Metadata without a network key leaves each to its default: cloud-init's
+// VMware datasource applies its fallback configuration, DHCP on the first
+// NIC (the VM's only one here), and Windows keeps DHCP.
+//
 // DHCP addresses come from the simulated network's server (192.168.0.0/16,
 // in order).
 func (g *Guests) address(vm *vspheresim.VM, meta *metadata) (string, error) {
@@ -619,6 +624,11 @@ func (g *Guests) address(vm *vspheresim.VM, meta *metadata) (string, error) {
 		return "", errors.New("the VM has no network device")
 	}
 	mac := vm.MACs[0]
+	if meta.Network == nil {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.lease(), nil
+	}
 	ids := make([]string, 0, len(meta.Network.Ethernets))
 	for id := range meta.Network.Ethernets {
 		ids = append(ids, id)
@@ -661,8 +671,13 @@ func (g *Guests) address(vm *vspheresim.VM, meta *metadata) (string, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.lease(), nil
+}
+
+// lease is the simulated DHCP server's next address; g.mu is held.
+func (g *Guests) lease() string {
 	g.leases++
-	return fmt.Sprintf("192.168.%d.%d", g.leases/250, g.leases%250+2), nil
+	return fmt.Sprintf("192.168.%d.%d", g.leases/250, g.leases%250+2)
 }
 
 // reportTools does what VMware Tools does once the guest is up: it

@@ -29,11 +29,18 @@ func TestGuestAppliesNetworkAsItsSoftwareDoes(t *testing.T) {
 		{"linux: the interface's own name", linux, `{ens192: {dhcp4: true}}`, "192.168.0.3"},
 		{"windows: static matched by MAC", windows, `{id0: {match: {macaddress: "` + mac + `"}, addresses: [10.0.0.22/24]}}`, "10.0.0.22"},
 		{"windows: static without a MAC stays on DHCP", windows, `{id0: {addresses: [10.0.0.22/24]}}`, "192.168.0.3"},
+		{"linux: no network key, cloud-init's fallback DHCP", linux, "", "192.168.0.3"},
+		{"windows: no network key, DHCP", windows, "", "192.168.0.3"},
+		{"linux: a network key with no entry configures nothing", linux, `{}`, "no entry of the network configuration () matches"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			meta := &metadata{}
-			if err := yaml.Unmarshal([]byte("local-hostname: n1\nnetwork: {version: 2, ethernets: "+tt.network+"}"), meta); err != nil {
+			doc := "local-hostname: n1\nnetwork: {version: 2, ethernets: " + tt.network + "}"
+			if tt.network == "" {
+				doc = "local-hostname: n1"
+			}
+			if err := yaml.Unmarshal([]byte(doc), meta); err != nil {
 				t.Fatal(err)
 			}
 			g := &Guests{}
