@@ -67,10 +67,13 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 	if err != nil {
 		if isFault[*types.DuplicateName](err) {
 			// Another VM has the name, or this machine's own clone, whose
-			// request was cut short (a restart) before its task was
-			// recorded, is still running: the next reconcile finds the
-			// latter by instance UUID once it ends.
-			return State{}, fmt.Errorf("%w: a VM named %s already exists in the folder without this machine's instance UUID: another VM has the name, or this machine's clone, started before a restart, is still running", platform.ErrOperationFailed, m.Name)
+			// answer was lost (a restart, a call timeout) before its task
+			// was recorded, is still running: a clone that may be it is
+			// waited for, and its VM then found by instance UUID.
+			if st, waiting, werr := s.waitForLostClone(ctx, m); waiting || werr != nil {
+				return st, werr
+			}
+			return State{}, fmt.Errorf("%w (%w): a VM named %s already exists in the folder without this machine's instance UUID, and no clone to that name runs", platform.ErrOperationFailed, errNameTaken, m.Name)
 		}
 		if isFault[*types.ManagedObjectNotFound](err) {
 			// The template, folder, pool or datastore was replaced since it was looked up.
@@ -118,4 +121,19 @@ func deviceChanges(inv *inventory, spec *infrav1.VSphereMachineSpec) ([]types.Ba
 		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: &grown})
 	}
 	return changes, nil
+}
+
+// waitForLostClone returns, as an operation to wait for (WaitForCreate), a
+// running clone of the machine's template that may be its own
+// (runningClone), and waiting true; nothing when there is none.
+func (s *Session) waitForLostClone(ctx context.Context, m Machine) (State, bool, error) {
+	dc, err := s.datacenter(ctx, m.Datacenter)
+	if err != nil {
+		return State{}, false, err
+	}
+	task, err := s.runningClone(ctx, dc, m)
+	if err != nil || task == "" {
+		return State{}, false, err
+	}
+	return State{Op: infrav1.MachineOperation{Type: infrav1.MachineOperationWaitForCreate, ID: task}}, true, nil
 }

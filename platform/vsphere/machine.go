@@ -3,6 +3,7 @@ package vsphere
 import (
 	"context"
 	"crypto/sha1" //nolint:gosec // names a UUID deterministically, not a security use
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,6 +41,12 @@ type Machine struct {
 	// the template's clones queued before it (with a margin for clock
 	// skew); later ones cannot be this machine's.
 	DeletingSince time.Time
+
+	// lostClone is set by Reconcile when the machine, not provisioned, has
+	// no clone known to have ended: no operation was recorded (a restart
+	// or a call timeout lost a clone's answer), or its clone found its name
+	// taken. A VM found for it may still be being cloned.
+	lostClone bool
 }
 
 // ErrNotFound is wrapped when a datacenter, template, folder, pool,
@@ -66,6 +73,7 @@ func InstanceUUID(namespace, name string) string {
 // it clones it (with its guestinfo and powered on) or waits for a task, and
 // reports the VM's state. It never waits for a task to finish.
 func (s *Session) Reconcile(ctx context.Context, m Machine) (State, error) {
+	m.lostClone = !m.Provisioned && m.Op.IsZero()
 	if !m.Provisioned && m.Op.Type == infrav1.MachineOperationCreate {
 		// The clone's own task says whether it ended, and which VM it
 		// made: no search by instance UUID, and no look at a VM vCenter
@@ -73,6 +81,13 @@ func (s *Session) Reconcile(ctx context.Context, m Machine) (State, error) {
 		// reference is retried, so that a VM deleted since its clone is
 		// looked for again, not taken from the task once more.
 		st, made, err := s.taskResult(ctx, m.Op)
+		if errors.Is(err, errNameTaken) {
+			// Another clone to the name ran first: this machine's own,
+			// whose answer was lost, or another VM's. Its VM is looked
+			// for by instance UUID, and a clone that may be it waited for.
+			m.Op, m.lostClone = infrav1.MachineOperation{}, true
+			return retryStale(s, m, func() (State, error) { return s.afterNameTaken(ctx, m, err) })
+		}
 		if err != nil || !st.Op.IsZero() {
 			return st, err
 		}
@@ -137,4 +152,26 @@ func (s *Session) reconcile(ctx context.Context, m Machine) (State, error) {
 		}
 	}
 	return s.observe(ctx, vm, m)
+}
+
+// afterNameTaken goes on from a clone that found its name taken: to the
+// machine's VM when there is one (its own earlier clone made it), to a
+// running clone that may be its own, or else fails with the clone's error
+// (another VM has the name), without cloning again.
+func (s *Session) afterNameTaken(ctx context.Context, m Machine, cloneErr error) (State, error) {
+	dc, err := s.datacenter(ctx, m.Datacenter)
+	if err != nil {
+		return State{}, err
+	}
+	vm, err := s.findVM(ctx, dc, m)
+	if err != nil {
+		return State{}, err
+	}
+	if vm != nil {
+		return s.observe(ctx, vm, m)
+	}
+	if st, waiting, err := s.waitForLostClone(ctx, m); waiting || err != nil {
+		return st, err
+	}
+	return State{}, fmt.Errorf("cloning template %s: %w", m.Spec.Template, cloneErr)
 }

@@ -534,8 +534,8 @@ func TestTaskError(t *testing.T) {
 	}{
 		{"no detail", nil, "vCenter task failed: VirtualMachine.clone: unknown error", false},
 		{"duplicate name", &types.LocalizedMethodFault{Fault: &types.DuplicateName{}, LocalizedMessage: "name taken"},
-			"vCenter task failed: VirtualMachine.clone: DuplicateName: name taken", false},
-		{"no message", &types.LocalizedMethodFault{Fault: &types.DuplicateName{}}, "vCenter task failed: VirtualMachine.clone: DuplicateName", false},
+			"vCenter task failed (the VM's name is taken): VirtualMachine.clone: DuplicateName: name taken", false},
+		{"no message", &types.LocalizedMethodFault{Fault: &types.DuplicateName{}}, "vCenter task failed (the VM's name is taken): VirtualMachine.clone: DuplicateName", false},
 		{"memory", &types.LocalizedMethodFault{Fault: &types.InsufficientMemoryResourcesFault{}, LocalizedMessage: "no memory"},
 			"vCenter task failed (insufficient capacity): VirtualMachine.clone: InsufficientMemoryResourcesFault: no memory", true},
 		{"disk", &types.LocalizedMethodFault{Fault: &types.NoDiskSpace{}, LocalizedMessage: "full"},

@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -49,8 +50,13 @@ func (st *State) guest(nics []types.GuestNicInfo, macs []string, m Machine) {
 	st.NetworkNotApplied = staticNotApplied(m.Spec, nics, macs)
 }
 
+// errNameTaken is wrapped when a clone failed because a VM of its name
+// exists in its folder.
+var errNameTaken = errors.New("the VM's name is taken")
+
 // observe reads the VM's state and powers it on if it is off: a machine not
-// yet provisioned only once its network metadata names its NICs by MAC.
+// yet provisioned only once its network metadata names its NICs by MAC, and
+// once no clone that may have made it still runs.
 func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Machine) (State, error) {
 	var o mo.VirtualMachine
 	props := []string{"config.uuid", "config.changeVersion", "config.hardware.device", "runtime.powerState", "guest.net"}
@@ -75,6 +81,14 @@ func (s *Session) observe(ctx context.Context, vm *object.VirtualMachine, m Mach
 		st.guest(o.Guest.Net, macs, m)
 	}
 	if !st.PoweredOn {
+		if m.lostClone && !m.Provisioned {
+			// Found without the clone that made it known to have ended:
+			// vCenter may list a clone's VM while the clone still runs,
+			// and refuses to change or power on a VM being cloned.
+			if st, waiting, err := s.waitForLostClone(ctx, m); waiting || err != nil {
+				return st, err
+			}
+		}
 		if !m.Op.IsZero() {
 			ts, err := s.checkTask(ctx, m.Op)
 			if err != nil || !ts.Op.IsZero() {
@@ -132,7 +146,7 @@ func (s *Session) taskResult(ctx context.Context, op infrav1.MachineOperation) (
 // fault says the host, cluster or datastore lacks room.
 func taskError(description string, e *types.LocalizedMethodFault) error {
 	msg := "unknown error"
-	var capacity bool
+	var capacity, nameTaken bool
 	if e != nil {
 		msg = e.LocalizedMessage
 		if e.Fault != nil {
@@ -146,11 +160,16 @@ func taskError(description string, e *types.LocalizedMethodFault) error {
 			switch e.Fault.(type) {
 			case types.BaseInsufficientResourcesFault, *types.NoDiskSpace:
 				capacity = true
+			case *types.DuplicateName:
+				nameTaken = true
 			}
 		}
 	}
 	if capacity {
 		return fmt.Errorf("%w (%w): %s: %s", ErrTaskFailed, platform.ErrInsufficientCapacity, description, msg)
+	}
+	if nameTaken {
+		return fmt.Errorf("%w (%w): %s: %s", ErrTaskFailed, errNameTaken, description, msg)
 	}
 	return fmt.Errorf("%w: %s: %s", ErrTaskFailed, description, msg)
 }

@@ -251,3 +251,94 @@ func TestDeleteWithAmbiguousTemplate(t *testing.T) {
 		t.Fatalf("gone=%v op=%+v err=%v, want gone", gone, op, err)
 	}
 }
+
+// TestLostCloneIsWaitedFor: a clone whose answer was lost still runs when
+// the machine is reconciled again. The machine's second clone finds the
+// name taken (in vcsim its task fails so, after the first ends); the
+// machine goes on with the first clone's VM, found by instance UUID, with
+// no error on the way and one VM in the end.
+func TestLostCloneIsWaitedFor(t *testing.T) {
+	ctx := t.Context()
+	slowClones(t)
+	_, s, hang := hangingSession(t, 200*time.Millisecond)
+	hang.Store(true)
+	m := machine("lost")
+	if _, err := s.Reconcile(ctx, m); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("want the clone's answer lost, got %v", err)
+	}
+	hang.Store(false)
+	st, errs := provision(ctx, t, s, m, 20*time.Millisecond)
+	if errs != 0 || !st.PoweredOn {
+		t.Errorf("the machine met %d errors while its lost clone ran, want none (%+v)", errs, st)
+	}
+	if n := vmsWithUUID(ctx, t, s, InstanceUUID("default", "lost")); n != 1 {
+		t.Fatalf("%d VMs for the machine, want 1", n)
+	}
+}
+
+// TestFoundVMWaitsForARunningClone: a machine with no clone known to have
+// ended whose VM is found powered off, while a clone of its template to
+// its name still runs (vCenter may list a clone's VM before the clone
+// ends), waits for that clone before it writes the VM's metadata or powers
+// it on. Once no such clone runs, it goes on.
+func TestFoundVMWaitsForARunningClone(t *testing.T) {
+	ctx := t.Context()
+	v, creds := vcsim(t)
+	s, err := NewSessions().Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := machine("found")
+	// A static address: the clone leaves the VM off.
+	m.Spec.Network = []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", IPAddrs: []string{"10.0.0.21/24"}, Gateway4: "10.0.0.1"}}
+	st, err := s.Reconcile(ctx, m)
+	if err != nil || st.Op.Type != infrav1.MachineOperationCreate {
+		t.Fatalf("want a clone, got %+v, %v", st, err)
+	}
+	waitTask(ctx, t, s, st.Op.ID)
+
+	// A slow clone of the template to the machine's name, in another folder.
+	dc := mustDC(ctx, t, s)
+	folders, err := dc.Folders(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := folders.VmFolder.CreateFolder(ctx, "other"); err != nil {
+		t.Fatal(err)
+	}
+	slowClones(t)
+	var otherErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		otherErr = v.CloneVM(ctx, "/DC0/vm/DC0_H0_VM0", "/DC0/vm/other", "found")
+	}()
+	t.Cleanup(func() { <-done })
+	var waited infrav1.MachineOperation
+	for range 100 {
+		// No operation recorded: the answer of the clone was lost.
+		st, err := s.Reconcile(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Op.Type == infrav1.MachineOperationWaitForCreate {
+			waited = st.Op
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if waited.IsZero() {
+		t.Fatalf("the machine did not wait for the running clone to its name")
+	}
+	if o := vmConfig(ctx, t, s, m); o.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOff {
+		t.Errorf("the VM was powered on while a clone that may have made it ran")
+	}
+	<-done
+	if otherErr != nil {
+		t.Fatal(otherErr)
+	}
+	m.Op = waited
+	if st, errs := provision(ctx, t, s, m, 10*time.Millisecond); errs != 0 || !st.PoweredOn {
+		t.Errorf("after the clone ended: %+v, %d errors", st, errs)
+	}
+}
