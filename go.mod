@@ -25,6 +25,7 @@ require (
 	github.com/vmware/govmomi v0.56.0
 	golang.org/x/crypto v0.58.0
 	k8s.io/cloud-provider v0.36.3
+	k8s.io/kubelet v0.36.3
 )
 
 require (

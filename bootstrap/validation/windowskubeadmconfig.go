@@ -8,8 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -17,7 +15,6 @@ import (
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	"github.com/capwin/capwin/bootstrap/payload"
 	"github.com/capwin/capwin/internal/validate"
-	"github.com/capwin/capwin/node-components/render"
 )
 
 // MinReservedMemory is the least memory a Windows node sets aside for the
@@ -69,21 +66,6 @@ func ValidateConfigTemplate(t *bootstrapv1.WindowsKubeadmConfigTemplate) field.E
 	return append(errs, ValidateConfigSpec(&t.Spec.Template.Spec, tmpl.Child("spec"))...)
 }
 
-// kubeletArgsElsewhere are kubelet flags that have a field of their own, or
-// that Windows does not implement.
-var kubeletArgsElsewhere = map[string]string{
-	"system-reserved":            "set spec.kubelet.systemReserved instead",
-	"kube-reserved":              "set spec.kubelet.kubeReserved instead",
-	"node-labels":                "set spec.nodeRegistration.labels instead",
-	"register-with-taints":       "set spec.nodeRegistration.taints instead",
-	"container-runtime-endpoint": "capwin sets it to containerd's named pipe",
-	"enforce-node-allocatable":   "Windows does not implement it: reservations only lower the allocatable capacity",
-	"cgroups-per-qos":            "Windows has no cgroups",
-	"cgroup-driver":              "Windows has no cgroups",
-	"kube-reserved-cgroup":       "Windows has no cgroups",
-	"system-reserved-cgroup":     "Windows has no cgroups",
-}
-
 var reservableResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage, "pid"}
 
 // ValidateConfigSpec checks a WindowsKubeadmConfig spec on its own (what it
@@ -131,37 +113,6 @@ func validatePayloadSize(s *bootstrapv1.WindowsKubeadmConfigSpec, path *field.Pa
 			len(p.Script), payload.MaxSize))}
 	}
 	return nil
-}
-
-func validateNodeRegistration(n *bootstrapv1.NodeRegistration, path *field.Path) field.ErrorList {
-	errs := metav1validation.ValidateLabels(n.Labels, path.Child("labels"))
-	for i, t := range n.Taints {
-		p := path.Child("taints").Index(i)
-		for _, msg := range utilvalidation.IsQualifiedName(t.Key) {
-			errs = append(errs, field.Invalid(p.Child("key"), t.Key, msg))
-		}
-		if t.Value != "" {
-			for _, msg := range utilvalidation.IsValidLabelValue(t.Value) {
-				errs = append(errs, field.Invalid(p.Child("value"), t.Value, msg))
-			}
-		}
-		switch t.Effect {
-		case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
-		default:
-			errs = append(errs, field.NotSupported(p.Child("effect"), t.Effect,
-				[]corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}))
-		}
-	}
-	for i, a := range n.KubeletExtraArgs {
-		// The kubelet reads --system_reserved as --system-reserved.
-		name := strings.ToLower(strings.ReplaceAll(strings.TrimLeft(a.Name, "-"), "_", "-"))
-		if why, ok := kubeletArgsElsewhere[name]; ok {
-			errs = append(errs, field.Forbidden(path.Child("kubeletExtraArgs").Index(i).Child("name"), fmt.Sprintf("kubelet flag --%s: %s", name, why)))
-		} else if why := render.KubeletArgProblem(name); why != "" {
-			errs = append(errs, field.Forbidden(path.Child("kubeletExtraArgs").Index(i).Child("name"), "kubelet flag: "+why))
-		}
-	}
-	return errs
 }
 
 func validateKubelet(k *bootstrapv1.KubeletSpec, path *field.Path) field.ErrorList {
@@ -294,11 +245,7 @@ func validateKubeProxy(k *bootstrapv1.KubeProxySpec, path *field.Path) field.Err
 	default:
 		errs = append(errs, field.NotSupported(path.Child("mode"), k.Mode, []bootstrapv1.KubeProxyMode{bootstrapv1.KernelspaceProxy}))
 	}
-	for i, a := range k.ExtraArgs {
-		if why := render.KubeProxyArgProblem(strings.TrimLeft(a.Name, "-")); why != "" {
-			errs = append(errs, field.Forbidden(path.Child("extraArgs").Index(i).Child("name"), "kube-proxy flag: "+why))
-		}
-	}
+	errs = append(errs, validateExtraArgs(k.ExtraArgs, kubeProxyFlags, path.Child("extraArgs"))...)
 	return errs
 }
 

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -46,6 +47,28 @@ func TestValidateConfig(t *testing.T) {
 		{"kubelet flag with a field of its own, spelled with underscores", func(c *bootstrapv1.WindowsKubeadmConfig) {
 			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "--system_reserved"}}
 		}, nil, "spec.nodeRegistration.kubeletExtraArgs[0].name", "set spec.kubelet.systemReserved instead"},
+		{"node label the kubelet allows", func(c *bootstrapv1.WindowsKubeadmConfig) {
+			c.Spec.NodeRegistration.Labels = map[string]string{"node.kubernetes.io/pool": "win", "sub.kubelet.kubernetes.io/x": "", "example.com/team": "a"}
+		}, nil, "", ""},
+		{"node label the kubelet refuses", func(c *bootstrapv1.WindowsKubeadmConfig) {
+			c.Spec.NodeRegistration.Labels = map[string]string{"node-role.kubernetes.io/worker": ""}
+		}, nil, "spec.nodeRegistration.labels[node-role.kubernetes.io/worker]", "which Cluster API copies to the Node"},
+		{"node label replacing the host's OS", func(c *bootstrapv1.WindowsKubeadmConfig) {
+			c.Spec.NodeRegistration.Labels = map[string]string{"beta.kubernetes.io/os": "linux"}
+		}, nil, "spec.nodeRegistration.labels[beta.kubernetes.io/os]", "beta.kubernetes.io/os is windows"},
+		{"taints not unique by key and effect", func(c *bootstrapv1.WindowsKubeadmConfig) {
+			c.Spec.NodeRegistration.Taints = []corev1.Taint{{Key: "a", Effect: corev1.TaintEffectNoSchedule}, {Key: "b", Effect: corev1.TaintEffectNoSchedule}, {Key: "a", Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+		}, nil, "spec.nodeRegistration.taints[2]", "taints[0] has the same key and effect"},
+		{"the uninitialized taint without an external cloud provider", func(c *bootstrapv1.WindowsKubeadmConfig) {
+			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "cloud-provider", Value: ptr.To("")}}
+			c.Spec.NodeRegistration.Taints = []corev1.Taint{{Key: "node.cloudprovider.kubernetes.io/uninitialized", Effect: corev1.TaintEffectNoSchedule}}
+		}, nil, "", ""},
+		{"kubelet flag in upper case", func(c *bootstrapv1.WindowsKubeadmConfig) {
+			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "--Max-Pods", Value: ptr.To("50")}}
+		}, nil, "spec.nodeRegistration.kubeletExtraArgs[0].name", `unknown flag: --Max-Pods`},
+		{"kubelet flag removed in 1.27", func(c *bootstrapv1.WindowsKubeadmConfig) {
+			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "container-runtime", Value: ptr.To("remote")}}
+		}, nil, "spec.nodeRegistration.kubeletExtraArgs[0].name", "removed from the kubelet in Kubernetes 1.27"},
 		{"Hyper-V isolation", func(c *bootstrapv1.WindowsKubeadmConfig) { c.Spec.Containerd.Isolation = bootstrapv1.HyperVIsolation },
 			nil, "spec.containerd.isolation", "Hyper-V isolation is not supported on vSphere until capwin builds it end to end"},
 		{"process isolation", func(c *bootstrapv1.WindowsKubeadmConfig) { c.Spec.Containerd.Isolation = bootstrapv1.ProcessIsolation },
