@@ -30,6 +30,9 @@ var vocabulary = []string{
 	"enforce-node-allocatable", "system-reserved", "hostname-override",
 	"cluster.x-k8s.io/control-plane", "AB:CD", "00000000-1111-2222-3333-444444444444",
 	testKey1, "ssh-ed25519 AAAA",
+	"node-role.kubernetes.io/worker", "kubernetes.io/os", "node.kubernetes.io/windows-build",
+	"node.cloudprovider.kubernetes.io/uninitialized", "cloud-provider", "external", "max-pods",
+	"network-plugin", "NoSchedule", "10.0.0.10/24", "10.0.0.255", "127.0.0.1/8", "Standard_D4s_v5",
 }
 
 func newFiller(data []byte) *randfill.Filler {

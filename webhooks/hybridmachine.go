@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,7 +14,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
-	"github.com/capwin/capwin/internal/validate"
 )
 
 // HybridMachine defaults and validates HybridMachines.
@@ -135,7 +135,7 @@ func validateMachineSpec(s *infrav1.HybridMachineSpec, path *field.Path, templat
 	case s.VSphere != nil && s.Azure != nil:
 		errs = append(errs, field.Forbidden(path.Child("azure"), "spec.vsphere is set too: a machine is on one platform, set exactly one of spec.vsphere or spec.azure"))
 	case s.VSphere != nil:
-		errs = append(errs, validateVSphereMachine(s.VSphere, path.Child("vsphere"), template)...)
+		errs = append(errs, validateVSphereMachine(s.VSphere, s.OS.Type, path.Child("vsphere"), template)...)
 	default:
 		errs = append(errs, validateAzureMachine(s.Azure, s.OS.Type, path.Child("azure"))...)
 	}
@@ -182,7 +182,7 @@ func releaseList() string {
 	return strings.Join(rs, ", ")
 }
 
-func validateVSphereMachine(v *infrav1.VSphereMachineSpec, path *field.Path, template bool) field.ErrorList {
+func validateVSphereMachine(v *infrav1.VSphereMachineSpec, os infrav1.OSType, path *field.Path, template bool) field.ErrorList {
 	var errs field.ErrorList
 	if v.Template == "" {
 		errs = append(errs, field.Required(path.Child("template"), "the VM template to clone"))
@@ -192,6 +192,12 @@ func validateVSphereMachine(v *infrav1.VSphereMachineSpec, path *field.Path, tem
 	}
 	if v.MemoryMiB <= 0 {
 		errs = append(errs, field.Invalid(path.Child("memoryMiB"), v.MemoryMiB, "must be at least 1"))
+	} else if v.MemoryMiB%4 != 0 {
+		errs = append(errs, field.Invalid(path.Child("memoryMiB"), v.MemoryMiB,
+			"vSphere refuses a VM whose memory is not a multiple of 4 MB"))
+	}
+	if os == infrav1.OSWindows {
+		errs = append(errs, validateWindowsSize(v, path)...)
 	}
 	if v.DiskGiB < 0 {
 		errs = append(errs, field.Invalid(path.Child("diskGiB"), v.DiskGiB, "must be at least 1"))
@@ -211,43 +217,21 @@ func validateVSphereMachine(v *infrav1.VSphereMachineSpec, path *field.Path, tem
 	if len(v.Network) == 0 {
 		errs = append(errs, field.Required(path.Child("network"), "at least one network device"))
 	}
-	for i, d := range v.Network {
-		p := path.Child("network").Index(i)
-		if d.NetworkName == "" {
-			errs = append(errs, field.Required(p.Child("networkName"), "the port group or network to connect to"))
-		}
-		if template && len(d.IPAddrs) > 0 {
-			errs = append(errs, field.Forbidden(p.Child("ipAddrs"), "a template cannot set static addresses: every machine made from it would get the same ones"))
-		}
-		dhcp := d.DHCP4 != nil && *d.DHCP4
-		if !dhcp && len(d.IPAddrs) == 0 {
-			errs = append(errs, field.Required(p, "set dhcp4: true or static ipAddrs, or the device gets no address"))
-		}
-		for j, a := range d.IPAddrs {
-			if _, err := validate.CIDR(a, p.Child("ipAddrs").Index(j)); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if d.Gateway4 != "" {
-			if err := validateIP(d.Gateway4, p.Child("gateway4")); err != nil {
-				errs = append(errs, err)
-			} else if len(d.IPAddrs) == 0 {
-				errs = append(errs, field.Forbidden(p.Child("gateway4"), "a gateway goes with static ipAddrs"))
-			}
-		}
-		for j, n := range d.Nameservers {
-			if err := validateIP(n, p.Child("nameservers").Index(j)); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errs
+	return append(errs, validateVSphereNetwork(v.Network, os, path.Child("network"), template)...)
 }
+
+// azureVMSize is the form of an Azure VM size name: its tier, Standard or
+// Basic, and the size, such as D4s_v5 or the constrained-vCPU E4-2ds_v4.
+// Azure compares sizes without regard to case.
+var azureVMSize = regexp.MustCompile(`^(?i:standard|basic)_[A-Za-z0-9]+[A-Za-z0-9_-]*$`)
 
 func validateAzureMachine(a *infrav1.AzureMachineSpec, os infrav1.OSType, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if strings.TrimSpace(a.VMSize) == "" {
 		errs = append(errs, field.Required(path.Child("vmSize"), "an Azure VM size such as Standard_D4s_v5"))
+	} else if !azureVMSize.MatchString(a.VMSize) {
+		errs = append(errs, field.Invalid(path.Child("vmSize"), a.VMSize,
+			"Azure names a VM size Standard_<size> or Basic_<size>, as `az vm list-sizes` lists them (for example Standard_D4s_v5); Azure refuses any other name when the VM is created"))
 	}
 	img := path.Child("image")
 	set := 0

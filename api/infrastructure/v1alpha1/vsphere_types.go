@@ -66,14 +66,17 @@ type VSphereMachineSpec struct {
 	// +kubebuilder:validation:MaxLength=256
 	Snapshot string `json:"snapshot,omitempty"`
 
-	// numCPUs is the number of virtual CPUs.
+	// numCPUs is the number of virtual CPUs; at least 2 for a Windows
+	// machine, whose node's default reservations take one.
 	// +required
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=768
 	NumCPUs int32 `json:"numCPUs,omitempty"`
 
-	// memoryMiB is the memory in MiB. Windows nodes set at least 2 GiB of it
-	// aside for the system and the kubelet (WindowsKubeadmConfig spec.kubelet).
+	// memoryMiB is the memory in MiB, a multiple of 4 as vSphere requires.
+	// Windows nodes set at least 2 GiB of it aside for the system and the
+	// kubelet (WindowsKubeadmConfig spec.kubelet) and the kubelet keeps
+	// 500 MiB free, so a Windows machine needs at least 3572 (1 GiB for pods).
 	// +required
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=25165824
@@ -120,11 +123,15 @@ type VSphereNetworkDevice struct {
 	// +kubebuilder:validation:MaxLength=2048
 	NetworkName string `json:"networkName,omitempty"`
 
-	// dhcp4 asks for an IPv4 address by DHCP.
+	// dhcp4 asks for an IPv4 address by DHCP. On Windows not with a static
+	// IPv4 address, which turns DHCP off on the device.
 	// +optional
 	DHCP4 *bool `json:"dhcp4,omitempty"`
 
-	// ipAddrs are static addresses in CIDR form (for example 10.0.0.10/24).
+	// ipAddrs are static addresses with their prefix length (for example
+	// 10.0.0.10/24), each on one device only. A Windows device takes one
+	// IPv4 and one IPv6 address: cloudbase-init keeps only the last of a
+	// family.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
@@ -132,7 +139,8 @@ type VSphereNetworkDevice struct {
 	// +kubebuilder:validation:items:MaxLength=64
 	IPAddrs []string `json:"ipAddrs,omitempty"`
 
-	// gateway4 is the IPv4 default gateway for static addresses.
+	// gateway4 is the IPv4 default gateway for static addresses, inside the
+	// subnet of one of the device's IPv4 addresses.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
