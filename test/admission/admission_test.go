@@ -352,6 +352,176 @@ func TestBadInputRejected(t *testing.T) {
 			c.Spec.NodeAgent.URL = "https://example.com/capwin-node.exe"
 			return c
 		}, "spec.nodeAgent.sha256", "unverified download"},
+
+		// What the kubelet refuses in --node-labels, or lets replace the
+		// host's own labels (issue 19).
+		{"node label in the kubernetes.io namespace", func(ns string) client.Object {
+			return configWithLabels(ns, map[string]string{"kubernetes.io/role": "worker"})
+		}, "spec.nodeRegistration.labels[kubernetes.io/role]", "the kubelet refuses labels in the kubernetes.io and k8s.io namespaces"},
+		{"node label in a k8s.io subdomain", func(ns string) client.Object {
+			return configWithLabels(ns, map[string]string{"team.k8s.io/owner": "a"})
+		}, "spec.nodeRegistration.labels[team.k8s.io/owner]", "except under kubelet.kubernetes.io or node.kubernetes.io"},
+		{"node role label", func(ns string) client.Object {
+			return configWithLabels(ns, map[string]string{"node-role.kubernetes.io/worker": ""})
+		}, "spec.nodeRegistration.labels[node-role.kubernetes.io/worker]", "which Cluster API copies to the Node"},
+		{"node role label in a template", func(ns string) client.Object {
+			t := &bootstrapv1.WindowsKubeadmConfigTemplate{ObjectMeta: metav1.ObjectMeta{GenerateName: "role-", Namespace: ns}}
+			t.Spec.Template.Spec.NodeRegistration.Labels = map[string]string{"node-role.kubernetes.io/windows": ""}
+			return t
+		}, "spec.template.spec.nodeRegistration.labels[node-role.kubernetes.io/windows]", "the kubelet refuses node-role.kubernetes.io/ labels"},
+		{"node-restriction label", func(ns string) client.Object {
+			return configWithLabels(ns, map[string]string{"node-restriction.kubernetes.io/pool": "gpu"})
+		}, "spec.nodeRegistration.labels[node-restriction.kubernetes.io/pool]", "the NodeRestriction admission plugin refuses them from a node"},
+		{"a Windows node labelled Linux", func(ns string) client.Object {
+			return configWithLabels(ns, map[string]string{"kubernetes.io/os": "linux"})
+		}, "spec.nodeRegistration.labels[kubernetes.io/os]", "a capwin Windows node's kubernetes.io/os is windows"},
+		{"node label for another architecture", func(ns string) client.Object {
+			return configWithLabels(ns, map[string]string{"kubernetes.io/arch": "arm64"})
+		}, "spec.nodeRegistration.labels[kubernetes.io/arch]", "kubernetes.io/arch is amd64"},
+		{"node label with the Windows build", func(ns string) client.Object {
+			return configWithLabels(ns, map[string]string{"node.kubernetes.io/windows-build": "10.0.17763"})
+		}, "spec.nodeRegistration.labels[node.kubernetes.io/windows-build]", "the kubelet sets node.kubernetes.io/windows-build from the host"},
+		{"node label with the host name", func(ns string) client.Object {
+			return configWithLabels(ns, map[string]string{"kubernetes.io/hostname": "win-1"})
+		}, "spec.nodeRegistration.labels[kubernetes.io/hostname]", "the kubelet sets kubernetes.io/hostname from the host"},
+		{"node label that is not a label", func(ns string) client.Object {
+			return configWithLabels(ns, map[string]string{"example.com/pool": "a,b=c"})
+		}, "spec.nodeRegistration.labels", "a valid label must be an empty string or consist of alphanumeric characters"},
+
+		// What the API server refuses in the Node the kubelet registers.
+		{"two taints of one key and effect", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.NodeRegistration.Taints = []corev1.Taint{
+				{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule},
+				{Key: "os", Value: "win", Effect: corev1.TaintEffectNoSchedule},
+			}
+			return c
+		}, "spec.nodeRegistration.taints[1]", "taints[0] has the same key and effect"},
+		{"the taint the kubelet adds with an external cloud provider", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "cloud-provider", Value: ptr.To("external")}}
+			c.Spec.NodeRegistration.Taints = []corev1.Taint{{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+			return c
+		}, "spec.nodeRegistration.taints[0]", "the kubelet adds this taint itself"},
+		{"taint key that is not a qualified name", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.NodeRegistration.Taints = []corev1.Taint{{Key: "os windows", Effect: corev1.TaintEffectNoSchedule}}
+			return c
+		}, "spec.nodeRegistration.taints[0].key", "name part must consist of alphanumeric characters"},
+
+		// Flags the kubelet or kube-proxy would exit on.
+		{"kubelet flag in upper case", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "Max-Pods", Value: ptr.To("50")}}
+			return c
+		}, "spec.nodeRegistration.kubeletExtraArgs[0].name", `kubelet would exit with "unknown flag: --Max-Pods"`},
+		{"kube-proxy flag in upper case", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.KubeProxy.ExtraArgs = []bootstrapv1.Arg{{Name: "--V", Value: ptr.To("4")}}
+			return c
+		}, "spec.kubeProxy.extraArgs[0].name", "kube-proxy flags are lower case"},
+		{"kubelet flag removed with dockershim", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "network-plugin", Value: ptr.To("cni")}}
+			return c
+		}, "spec.nodeRegistration.kubeletExtraArgs[0].name", "removed from the kubelet with dockershim in Kubernetes 1.24"},
+		{"kubelet flag removed in 1.35", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "--pod-infra-container-image", Value: ptr.To("mcr.microsoft.com/oss/kubernetes/pause:3.10")}}
+			return c
+		}, "spec.nodeRegistration.kubeletExtraArgs[0].name", "set spec.containerd.pauseImage instead"},
+		{"kubelet told not to register", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "register-node", Value: ptr.To("false")}}
+			return c
+		}, "spec.nodeRegistration.kubeletExtraArgs[0].name", "the join never ends"},
+		{"one kubelet flag twice, spelled two ways", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "max-pods", Value: ptr.To("50")}, {Name: "--max_pods", Value: ptr.To("60")}}
+			return c
+		}, "spec.nodeRegistration.kubeletExtraArgs[1].name", "kubelet keeps only the last value"},
+		{"kubelet flag name with a value in it", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "v=4", Value: ptr.To("")}}
+			return c
+		}, "spec.nodeRegistration.kubeletExtraArgs[0].name", "is not a flag name"},
+		{"kubelet flag name with a space", func(ns string) client.Object {
+			c := windowsConfig(ns)
+			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "max pods", Value: ptr.To("50")}}
+			return c
+		}, "spec.nodeRegistration.kubeletExtraArgs[0].name", "is not a flag name"},
+
+		// A Windows VM too small for what the node sets aside.
+		{"Windows VM with the memory the node reserves", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.VSphere.MemoryMiB = 2048
+			return m
+		}, "spec.vsphere.memoryMiB", "a Windows node needs at least 3572 MiB"},
+		{"Windows template with too little memory", func(ns string) client.Object {
+			t := machineTemplate(ns)
+			t.Spec.Template.Spec.VSphere.MemoryMiB = 3072
+			return t
+		}, "spec.template.spec.vsphere.memoryMiB", "a Windows node needs at least 3572 MiB"},
+		{"Windows VM with one CPU", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.VSphere.NumCPUs = 1
+			return m
+		}, "spec.vsphere.numCPUs", "a Windows node needs at least 2 CPUs"},
+		{"VM memory that is not a multiple of 4 MB", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.OS = infrav1.OSSpec{Type: infrav1.OSLinux}
+			m.Spec.VSphere.MemoryMiB = 4095
+			return m
+		}, "spec.vsphere.memoryMiB", "not a multiple of 4 MB"},
+
+		// Static networks that cannot route, or that the guest cannot apply.
+		{"gateway outside the device's subnets", func(ns string) client.Object {
+			return staticMachine(ns, infrav1.VSphereNetworkDevice{IPAddrs: []string{"10.0.0.10/24"}, Gateway4: "10.0.1.1"})
+		}, "spec.vsphere.network[0].gateway4", "is not inside the subnet of any of the device's IPv4 addresses (10.0.0.10/24)"},
+		{"IPv4 gateway with IPv6 addresses only", func(ns string) client.Object {
+			return staticMachine(ns, infrav1.VSphereNetworkDevice{IPAddrs: []string{"fd00:1::10/64"}, Gateway4: "10.0.0.1"})
+		}, "spec.vsphere.network[0].gateway4", "the device has no static IPv4 address"},
+		{"IPv6 address as gateway4", func(ns string) client.Object {
+			return staticMachine(ns, infrav1.VSphereNetworkDevice{IPAddrs: []string{"10.0.0.10/24"}, Gateway4: "fd00:1::1"})
+		}, "spec.vsphere.network[0].gateway4", "gateway4 is the IPv4 gateway"},
+		{"gateway that is the node's own address", func(ns string) client.Object {
+			return staticMachine(ns, infrav1.VSphereNetworkDevice{IPAddrs: []string{"10.0.0.10/24"}, Gateway4: "10.0.0.10"})
+		}, "spec.vsphere.network[0].gateway4", "is the device's own address"},
+		{"gateway that is the subnet's broadcast address", func(ns string) client.Object {
+			return staticMachine(ns, infrav1.VSphereNetworkDevice{IPAddrs: []string{"10.0.0.10/24"}, Gateway4: "10.0.0.255"})
+		}, "spec.vsphere.network[0].gateway4", "is the broadcast address of 10.0.0.0/24"},
+		{"static address without a prefix length", func(ns string) client.Object {
+			return staticMachine(ns, infrav1.VSphereNetworkDevice{IPAddrs: []string{"10.0.0.10"}})
+		}, "spec.vsphere.network[0].ipAddrs[0]", "a static address needs its prefix length"},
+		{"static address that is the subnet's network address", func(ns string) client.Object {
+			return staticMachine(ns, infrav1.VSphereNetworkDevice{IPAddrs: []string{"10.0.0.0/24"}})
+		}, "spec.vsphere.network[0].ipAddrs[0]", "is the network address of 10.0.0.0/24"},
+		{"loopback static address", func(ns string) client.Object {
+			return staticMachine(ns, infrav1.VSphereNetworkDevice{IPAddrs: []string{"127.0.0.2/8"}})
+		}, "spec.vsphere.network[0].ipAddrs[0]", "must be a unicast address the node can be reached at"},
+		{"one address on two devices", func(ns string) client.Object {
+			m := staticMachine(ns, infrav1.VSphereNetworkDevice{IPAddrs: []string{"10.0.0.10/24"}})
+			m.Spec.VSphere.Network = append(m.Spec.VSphere.Network, infrav1.VSphereNetworkDevice{NetworkName: "storage", IPAddrs: []string{"10.0.0.10/16"}})
+			return m
+		}, "spec.vsphere.network[1].ipAddrs[0]", "spec.vsphere.network[0].ipAddrs[0] names the address 10.0.0.10 already"},
+		{"two IPv4 addresses on one Windows device", func(ns string) client.Object {
+			return staticMachine(ns, infrav1.VSphereNetworkDevice{IPAddrs: []string{"10.0.0.10/24", "10.0.0.11/24"}})
+		}, "spec.vsphere.network[0].ipAddrs", "only the last would remain"},
+		{"DHCP and a static IPv4 address on one Windows device", func(ns string) client.Object {
+			return staticMachine(ns, infrav1.VSphereNetworkDevice{DHCP4: ptr.To(true), IPAddrs: []string{"10.0.0.10/24"}})
+		}, "spec.vsphere.network[0].dhcp4", "cloudbase-init turns DHCP off"},
+		{"nameserver that is not an IP address", func(ns string) client.Object {
+			return staticMachine(ns, infrav1.VSphereNetworkDevice{IPAddrs: []string{"10.0.0.10/24"}, Nameservers: []string{"dns.example.com"}})
+		}, "spec.vsphere.network[0].nameservers[0]", "must be an IP address"},
+
+		// What Azure refuses when the VM is created.
+		{"Azure VM size without its tier", func(ns string) client.Object {
+			m := windowsVSphereMachine(ns)
+			m.Spec.VSphere = nil
+			m.Spec.Azure = azureMachineSpec()
+			m.Spec.Azure.VMSize = "D4s_v5"
+			return m
+		}, "spec.azure.vmSize", "Azure names a VM size Standard_<size> or Basic_<size>"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -373,6 +543,43 @@ func TestAcceptedInput(t *testing.T) {
 	tmpl := machineTemplate(ns)
 	tmpl.Spec.Template.Spec.SSHAuthorizedKeys = []string{sshKey}
 	g.Expect(env.Client.Create(ctx, tmpl, client.DryRunAll)).To(Succeed())
+
+	// Node labels the kubelet accepts, the taint os=windows, and kubelet
+	// flags the flavors pass.
+	cfg := configWithLabels(ns, map[string]string{
+		"node.kubernetes.io/pool":     "win",
+		"kubelet.kubernetes.io/tier":  "a",
+		"topology.kubernetes.io/zone": "z1",
+		"kubernetes.io/os":            "windows",
+		"example.com/team":            "b",
+	})
+	cfg.Spec.NodeRegistration.Taints = []corev1.Taint{
+		{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoExecute},
+	}
+	cfg.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "cloud-provider", Value: ptr.To("external")}, {Name: "max-pods", Value: ptr.To("60")}}
+	g.Expect(env.Client.Create(ctx, cfg, client.DryRunAll)).To(Succeed())
+
+	// Static addresses: one IPv4 and one IPv6 on a Windows device, the
+	// gateway in the IPv4 subnet; a Linux device may have more, and DHCP
+	// besides.
+	g.Expect(env.Client.Create(ctx, staticMachine(ns, infrav1.VSphereNetworkDevice{
+		IPAddrs: []string{"10.0.0.10/24", "fd00:1::10/64"}, Gateway4: "10.0.0.1", Nameservers: []string{"10.0.0.2"},
+	}), client.DryRunAll)).To(Succeed())
+	linux := staticMachine(ns, infrav1.VSphereNetworkDevice{DHCP4: ptr.To(true), IPAddrs: []string{"10.0.0.10/24", "10.0.1.10/24"}, Gateway4: "10.0.1.1"})
+	linux.Spec.OS = infrav1.OSSpec{Type: infrav1.OSLinux}
+	linux.Spec.VSphere.NumCPUs, linux.Spec.VSphere.MemoryMiB = 1, 2048
+	g.Expect(env.Client.Create(ctx, linux, client.DryRunAll)).To(Succeed())
+
+	// The smallest Windows VM, and an Azure constrained-vCPU size.
+	small := windowsVSphereMachine(ns)
+	small.Spec.VSphere.NumCPUs, small.Spec.VSphere.MemoryMiB = 2, 3572
+	g.Expect(env.Client.Create(ctx, small, client.DryRunAll)).To(Succeed())
+	az := windowsVSphereMachine(ns)
+	az.Spec.VSphere = nil
+	az.Spec.Azure = azureMachineSpec()
+	az.Spec.Azure.VMSize = "Standard_E4-2ds_v4"
+	g.Expect(env.Client.Create(ctx, az, client.DryRunAll)).To(Succeed())
 
 	// A vCenter with a CA-signed certificate and a port: no thumbprint needed.
 	c := vsphereCluster(ns)
@@ -603,6 +810,22 @@ func azureClusterSpec() *infrav1.AzureClusterSpec {
 		},
 		IdentityRef: infrav1.IdentityReference{Kind: infrav1.SecretIdentity, Name: "creds"},
 	}
+}
+
+// configWithLabels is a WindowsKubeadmConfig whose nodes get labels.
+func configWithLabels(ns string, labels map[string]string) *bootstrapv1.WindowsKubeadmConfig {
+	c := windowsConfig(ns)
+	c.Spec.NodeRegistration.Labels = labels
+	return c
+}
+
+// staticMachine is a Windows vSphere machine with one network device d, on
+// the VM Network.
+func staticMachine(ns string, d infrav1.VSphereNetworkDevice) *infrav1.HybridMachine {
+	m := windowsVSphereMachine(ns)
+	d.NetworkName = "VM Network"
+	m.Spec.VSphere.Network = []infrav1.VSphereNetworkDevice{d}
+	return m
 }
 
 func windowsConfig(ns string) *bootstrapv1.WindowsKubeadmConfig {
