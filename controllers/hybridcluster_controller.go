@@ -14,12 +14,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/cluster-api/util/finalizers"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 
@@ -91,7 +89,7 @@ func (r *HybridClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KObj(cluster)))
 
-	if added, err := finalizers.EnsureFinalizer(ctx, c, hc, infrav1.ClusterFinalizer); err != nil || added {
+	if patched, err := ensureClusterFinalizer(ctx, c, hc); err != nil || patched {
 		return ctrl.Result{}, err
 	}
 	helper, err := patch.NewHelper(hc, c)
@@ -210,6 +208,6 @@ func (r *HybridClusterReconciler) reconcileDelete(ctx context.Context, hc *infra
 			return ctrl.Result{RequeueAfter: r.operationPoll()}, nil
 		}
 	}
-	controllerutil.RemoveFinalizer(hc, infrav1.ClusterFinalizer)
+	removeClusterFinalizer(hc)
 	return ctrl.Result{}, nil
 }

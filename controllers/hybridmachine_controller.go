@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -26,7 +25,6 @@ import (
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/cluster-api/util/finalizers"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 
@@ -237,7 +235,7 @@ func (r *HybridMachineReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KObj(s.machine), "Cluster", klog.KObj(s.cluster)))
 
-	if added, err := finalizers.EnsureFinalizer(ctx, c, hm, infrav1.MachineFinalizer); err != nil || added {
+	if patched, err := ensureMachineFinalizer(ctx, c, hm); err != nil || patched {
 		return ctrl.Result{}, err
 	}
 	helper, err := patch.NewHelper(hm, c)
@@ -531,7 +529,7 @@ func retryAfterProvisioned(err error) (ctrl.Result, bool, error) {
 func (r *HybridMachineReconciler) connectForDelete(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
 	setVMProvisioned(s.hm, deleting(infrav1.MachineOperation{}))
 	if !r.Platforms.Supports(s.hm.Spec.Platform()) {
-		controllerutil.RemoveFinalizer(s.hm, infrav1.MachineFinalizer)
+		removeMachineFinalizer(s.hm)
 		return ctrl.Result{}, false, nil
 	}
 	if s.hc == nil || s.hc.Spec.Platform() != s.hm.Spec.Platform() {
@@ -561,6 +559,6 @@ func (r *HybridMachineReconciler) deleteVM(ctx context.Context, s *machineScope)
 		return ctrl.Result{RequeueAfter: operationPoll}, false, nil
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted the VM")
-	controllerutil.RemoveFinalizer(s.hm, infrav1.MachineFinalizer)
+	removeMachineFinalizer(s.hm)
 	return ctrl.Result{}, false, nil
 }

@@ -55,6 +55,8 @@ var (
 	workload *apiserver.Environment // stands in for every workload cluster
 	clock    = &fakeClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	logs     = &logBuffer{}
+	// warnings are the management API server's warnings to the reconciler.
+	warnings = &apiserver.Warnings{}
 )
 
 type fakeClock struct {
@@ -111,7 +113,10 @@ func run(m *testing.M) int {
 	defer stop("workload", workload)
 
 	logger := funcr.New(logs.write, funcr.Options{Verbosity: 5})
-	mgr, err := mgmt.NewManager(func(o *manager.Options) { o.Logger = logger })
+	mgr, err := mgmt.NewManager(func(o *manager.Options) {
+		o.Logger = logger
+		o.NewClient = warnings.NewClient
+	})
 	if err != nil {
 		println(err.Error())
 		return 1

@@ -29,7 +29,6 @@ import (
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/cluster-api/util/finalizers"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/secret"
@@ -126,13 +125,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		if apierrors.IsNotFound(err) && !config.DeletionTimestamp.IsZero() {
 			// Nothing left to revoke a token in.
-			controllerutil.RemoveFinalizer(config, bootstrapv1.ConfigFinalizer)
+			removeFinalizer(config)
 			return ctrl.Result{}, r.Client.Update(ctx, config)
 		}
 		return ctrl.Result{}, fmt.Errorf("getting Cluster %s: %w", machine.Spec.ClusterName, err)
 	}
 
-	if added, err := finalizers.EnsureFinalizer(ctx, r.Client, config, bootstrapv1.ConfigFinalizer); err != nil || added {
+	if patched, err := ensureFinalizer(ctx, r.Client, config); err != nil || patched {
 		return ctrl.Result{}, err
 	}
 
@@ -339,7 +338,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, config *bootstrapv1.Wi
 			return ctrl.Result{}, err
 		}
 	}
-	controllerutil.RemoveFinalizer(config, bootstrapv1.ConfigFinalizer)
+	removeFinalizer(config)
 	return ctrl.Result{}, nil
 }
 

@@ -7,8 +7,18 @@ import (
 )
 
 // ConfigFinalizer lets the reconciler revoke the bootstrap token before the
-// WindowsKubeadmConfig is removed.
-const ConfigFinalizer = "windowskubeadmconfig.bootstrap.cluster.x-k8s.io"
+// WindowsKubeadmConfig is removed. Like Cluster API's newer finalizers
+// (cluster.x-k8s.io/machineset) it is the API group and the kind, which the
+// API server does not warn about.
+const ConfigFinalizer = "bootstrap.cluster.x-k8s.io/windowskubeadmconfig"
+
+// LegacyConfigFinalizer is ConfigFinalizer's name before it had a path.
+// The reconciler replaces it with ConfigFinalizer, and honours it on an
+// object being deleted.
+//
+// Deprecated: use ConfigFinalizer; this name is kept only to migrate
+// existing objects.
+const LegacyConfigFinalizer = "windowskubeadmconfig.bootstrap.cluster.x-k8s.io"
 
 // WindowsKubeadmConfigSpec is the kubeadm join request of a Windows Server
 // worker and the node settings it boots with.

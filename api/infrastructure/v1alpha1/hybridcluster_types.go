@@ -6,8 +6,18 @@ import (
 )
 
 // ClusterFinalizer lets the HybridCluster reconciler clean up before the
-// HybridCluster is removed.
-const ClusterFinalizer = "hybridcluster.infrastructure.cluster.x-k8s.io"
+// HybridCluster is removed. Like Cluster API's newer finalizers
+// (cluster.x-k8s.io/machineset) it is the API group and the kind, which the
+// API server does not warn about.
+const ClusterFinalizer = "infrastructure.cluster.x-k8s.io/hybridcluster"
+
+// LegacyClusterFinalizer is ClusterFinalizer's name before it had a path.
+// The reconciler replaces it with ClusterFinalizer, and honours it on an
+// object being deleted.
+//
+// Deprecated: use ClusterFinalizer; this name is kept only to migrate
+// existing objects.
+const LegacyClusterFinalizer = "hybridcluster.infrastructure.cluster.x-k8s.io"
 
 // HybridClusterSpec is the desired state of a HybridCluster. Exactly one of
 // vsphere and azure is set.

@@ -6,8 +6,18 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
 
-// MachineFinalizer keeps a HybridMachine until its VM is gone.
-const MachineFinalizer = "hybridmachine.infrastructure.cluster.x-k8s.io"
+// MachineFinalizer keeps a HybridMachine until its VM is gone. Like Cluster
+// API's newer finalizers (cluster.x-k8s.io/machineset) it is the API group
+// and the kind, which the API server does not warn about.
+const MachineFinalizer = "infrastructure.cluster.x-k8s.io/hybridmachine"
+
+// LegacyMachineFinalizer is MachineFinalizer's name before it had a path.
+// The reconciler replaces it with MachineFinalizer, and honours it on an
+// object being deleted.
+//
+// Deprecated: use MachineFinalizer; this name is kept only to migrate
+// existing objects.
+const LegacyMachineFinalizer = "hybridmachine.infrastructure.cluster.x-k8s.io"
 
 // HybridMachineSpec is the desired state of a HybridMachine. Exactly one of
 // vsphere and azure is set, and it matches the HybridCluster's platform.
