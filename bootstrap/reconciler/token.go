@@ -6,9 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -60,6 +62,28 @@ func tokenSecret(ctx context.Context, c client.Client, id string) (*corev1.Secre
 		return nil, err
 	}
 	return s, nil
+}
+
+// deleteToken deletes the workload cluster's token with the given public
+// ID; one already gone is fine.
+func deleteToken(ctx context.Context, c client.Client, id string) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: bootstraputil.BootstrapTokenSecretName(id)}}
+	if err := c.Delete(ctx, s); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting bootstrap token %s: %w", id, err)
+	}
+	return nil
+}
+
+// deleteUnusedToken deletes a token no node was given, best effort: a
+// failure is logged, with the token's public ID only, and the token then
+// expires on its own.
+func deleteUnusedToken(ctx context.Context, c client.Client, id string) {
+	log := ctrl.LoggerFrom(ctx)
+	if err := deleteToken(ctx, c, id); err != nil {
+		log.Error(err, "Failed to delete a bootstrap token whose data Secret was not written; it expires on its own", "tokenID", id)
+		return
+	}
+	log.Info("Deleted a bootstrap token whose data Secret was not written", "tokenID", id)
 }
 
 // tokenExpiration returns when a token Secret expires.

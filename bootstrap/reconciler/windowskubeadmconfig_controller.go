@@ -14,7 +14,6 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
-	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -213,6 +212,17 @@ func (r *Reconciler) createDataSecret(ctx context.Context, config *bootstrapv1.W
 			"Waiting for a connection to the workload cluster to create a bootstrap token")
 		return ctrl.Result{RequeueAfter: workloadRetry}, nil
 	}
+	return r.writeDataWithNewToken(ctx, config, cluster, remote, in)
+}
+
+// writeDataWithNewToken creates a bootstrap token for the node and writes
+// the data Secret whose payload carries it. A token whose data Secret was
+// not written is deleted again at once: no node will be given it, yet it
+// would let anyone holding it join the cluster until it expired, and every
+// retry makes another. Should the write have happened after all (an answer
+// lost on the way back), the next reconcile finds the data Secret naming a
+// missing token and replaces it.
+func (r *Reconciler) writeDataWithNewToken(ctx context.Context, config *bootstrapv1.WindowsKubeadmConfig, cluster *clusterv1.Cluster, remote client.Client, in payload.Input) (ctrl.Result, error) {
 	token, err := r.newNodeToken(ctx, config, remote, cluster, in.ProgressConfigMap)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -220,9 +230,11 @@ func (r *Reconciler) createDataSecret(ctx context.Context, config *bootstrapv1.W
 	in.Token = token
 	p, err := payload.Render(in)
 	if err != nil {
+		deleteUnusedToken(ctx, remote, tokenID(token))
 		return r.invalid(config, err)
 	}
 	if err := r.writeDataSecret(ctx, config, cluster, p, tokenID(token)); err != nil {
+		deleteUnusedToken(ctx, remote, tokenID(token))
 		return ctrl.Result{}, err
 	}
 	setDataSecretAvailable(config, config.Name)
@@ -283,18 +295,7 @@ func (r *Reconciler) replaceToken(ctx context.Context, config *bootstrapv1.Windo
 	if err != nil {
 		return r.inputError(config, err)
 	}
-	if in.Token, err = r.newNodeToken(ctx, config, remote, cluster, in.ProgressConfigMap); err != nil {
-		return ctrl.Result{}, err
-	}
-	p, err := payload.Render(in)
-	if err != nil {
-		return r.invalid(config, err)
-	}
-	if err := r.writeDataSecret(ctx, config, cluster, p, tokenID(in.Token)); err != nil {
-		return ctrl.Result{}, err
-	}
-	setTokenCondition(config, metav1.ConditionTrue, bootstrapv1.WindowsKubeadmConfigTokenValidReason, "")
-	return ctrl.Result{RequeueAfter: r.ttl() / 3}, nil
+	return r.writeDataWithNewToken(ctx, config, cluster, remote, in)
 }
 
 // newNodeToken makes sure the node can report its progress into the
@@ -328,9 +329,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, config *bootstrapv1.Wi
 	// token expire on its own.
 	if remote, err := r.ClusterCache.GetClient(ctx, util.ObjectKey(cluster)); err == nil {
 		if id := data.Annotations[bootstrapv1.TokenIDAnnotation]; id != "" {
-			ts := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: bootstraputil.BootstrapTokenSecretName(id)}}
-			if err := remote.Delete(ctx, ts); err != nil && !apierrors.IsNotFound(err) {
-				return ctrl.Result{}, fmt.Errorf("deleting bootstrap token %s: %w", id, err)
+			if err := deleteToken(ctx, remote, id); err != nil {
+				return ctrl.Result{}, err
 			}
 			log.V(2).Info("Deleted the bootstrap token", "tokenID", id)
 		}
