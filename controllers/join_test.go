@@ -244,34 +244,50 @@ func TestNoRewriteAfterNodeJoined(t *testing.T) {
 }
 
 // TestFirstPowerOnCarriesNewestData: data replaced while the clone runs is
-// on the VM when it first powers on.
+// on the VM when it first powers on, for a machine whose clone stays off
+// until its network metadata is written (a static address). One with a
+// single DHCP NIC is powered on by its clone, with the data of its clone,
+// and the newest reaches it while it runs.
 func TestFirstPowerOnCarriesNewestData(t *testing.T) {
 	g := NewWithT(t)
 	v := vspheresim.StartT(t)
 	vspheresim.DelayTasks(t, map[string]int{"CloneVm": 3000})
 	ns, _ := provisionedCluster(t, v, vsphere.NewSessions())
-	machine(t, ns, "ud3", "DC0_H0_VM0")
-	g.Eventually(func(g Gomega) {
-		g.Expect(getHM(g, ns, "ud3").Status.Operation.Type).To(Equal(infrav1.MachineOperationCreate))
-	}, eventually).Should(Succeed())
-	replaceBootstrapData(t, ns, "ud3", secondData)
+	data := builder.BootstrapDataSecret(ns, "ud3-bootstrap", "powershell", firstData)
+	data.Labels = map[string]string{clusterv1.ClusterNameLabel: "win1"}
+	g.Expect(env.Client.Create(t.Context(), data)).To(Succeed())
+	m := builder.Machine(ns, "ud3", "win1").WithBootstrapDataSecret(data.Name).Build()
+	g.Expect(env.Client.Create(t.Context(), m)).To(Succeed())
+	g.Expect(env.Client.Create(t.Context(), builder.WindowsVSphereMachine(ns, "ud3").WithStaticAddress("10.0.0.21/24", "10.0.0.1").WithOwner(m).Build())).To(Succeed())
+	machine(t, ns, "ud4", "DC0_H0_VM0")
+	for _, name := range []string{"ud3", "ud4"} {
+		g.Eventually(func(g Gomega) {
+			g.Expect(getHM(g, ns, name).Status.Operation.Type).To(Equal(infrav1.MachineOperationCreate))
+		}, eventually).Should(Succeed())
+		replaceBootstrapData(t, ns, name, secondData)
+	}
 
-	// The user data the VM has when it is first seen running.
-	var atPowerOn string
+	// The user data each VM has when it is first seen running.
+	atPowerOn := map[string]string{}
 	g.Eventually(func(g Gomega) {
 		all, err := v.VMs(t.Context())
 		g.Expect(err).NotTo(HaveOccurred())
 		for _, vm := range all {
-			if vm.InstanceUUID == vsphere.InstanceUUID(ns, "ud3") && vm.PoweredOn {
-				data, err := userdata.DecodeGzipBase64(vm.ExtraConfig["guestinfo.userdata"])
-				g.Expect(err).NotTo(HaveOccurred())
-				atPowerOn = string(data)
-				return
+			for _, name := range []string{"ud3", "ud4"} {
+				if _, seen := atPowerOn[name]; !seen && vm.InstanceUUID == vsphere.InstanceUUID(ns, name) && vm.PoweredOn {
+					data, err := userdata.DecodeGzipBase64(vm.ExtraConfig["guestinfo.userdata"])
+					g.Expect(err).NotTo(HaveOccurred())
+					atPowerOn[name] = string(data)
+				}
 			}
 		}
-		g.Expect(false).To(BeTrue(), "not running yet")
+		g.Expect(atPowerOn).To(HaveLen(2), "not both running yet")
 	}, eventually, 50*time.Millisecond).Should(Succeed())
-	g.Expect(atPowerOn).To(Equal(secondData))
+	g.Expect(atPowerOn["ud3"]).To(Equal(secondData), "the static machine's first boot")
+	g.Expect(atPowerOn["ud4"]).To(Equal(firstData), "the DHCP machine's first boot, which its clone powered on")
+	g.Eventually(func(g Gomega) {
+		g.Expect(guestUserData(g, v, ns, "ud4")).To(Equal(secondData))
+	}, eventually, 250*time.Millisecond).Should(Succeed())
 }
 
 // linuxMachine creates a Machine with cloud-config bootstrap data and its

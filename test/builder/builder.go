@@ -174,6 +174,13 @@ func (b *HybridMachineBuilder) WithTemplate(template string) *HybridMachineBuild
 	return b
 }
 
+// WithStaticAddress gives its NIC a static address (CIDR) and gateway
+// instead of DHCP.
+func (b *HybridMachineBuilder) WithStaticAddress(cidr, gateway string) *HybridMachineBuilder {
+	b.spec.Network = []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", IPAddrs: []string{cidr}, Gateway4: gateway}}
+	return b
+}
+
 // WithOwner makes the Machine (created, with its UID) its controller, and
 // labels it with the Machine's cluster, as Cluster API does.
 func (b *HybridMachineBuilder) WithOwner(m *clusterv1.Machine) *HybridMachineBuilder {
