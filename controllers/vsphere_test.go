@@ -636,3 +636,69 @@ func TestVCenterTimeoutReported(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("vCenter did not answer CloneVM_Task within 300ms"))
 	}, eventually).Should(Succeed())
 }
+
+// TestVCenterFaultsAndOutageAtScale: while 100 machines are made, 5 % of
+// every call to vCenter fails (any SOAP method), and once a third are
+// provisioned vCenter is unreachable for two minutes (its address refuses
+// connections). While it is down the machines not yet provisioned say
+// PlatformUnavailable; once it is back every machine is provisioned with
+// exactly one VM, none is left over, and the one session lasted through.
+func TestVCenterFaultsAndOutageAtScale(t *testing.T) {
+	const machines, outage = 100, 2 * time.Minute
+	g := NewWithT(t)
+	v := vspheresim.StartT(t)
+	sessions := vsphere.NewSessions()
+	ns, _ := provisionedCluster(t, v, sessions)
+	v.FailCalls(0.05, "*")
+	var names []string
+	for i := range machines {
+		names = append(names, fmt.Sprintf("o%02d", i))
+		machine(t, ns, names[i], "DC0_H0_VM0")
+	}
+	provisioned := func(g Gomega) (done int, waiting []*infrav1.HybridMachine) {
+		list := &infrav1.HybridMachineList{}
+		g.Expect(env.Client.List(t.Context(), list, client.InNamespace(ns))).To(Succeed())
+		for i := range list.Items {
+			if ptr.Deref(list.Items[i].Status.Initialization.Provisioned, false) {
+				done++
+			} else {
+				waiting = append(waiting, &list.Items[i])
+			}
+		}
+		return done, waiting
+	}
+	g.Eventually(func(g Gomega) {
+		done, _ := provisioned(g)
+		g.Expect(done).To(BeNumerically(">=", machines/3))
+	}, 3*time.Minute, 100*time.Millisecond).Should(Succeed())
+
+	g.Expect(v.SetReachable(false)).To(Succeed())
+	back := time.Now().Add(outage)
+	g.Eventually(func(g Gomega) {
+		_, waiting := provisioned(g)
+		g.Expect(waiting).NotTo(BeEmpty(), "every machine was provisioned before vCenter went down")
+		for _, hm := range waiting {
+			c := conditions.Get(hm, infrav1.HybridMachineVMProvisionedCondition)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(infrav1.HybridMachinePlatformUnavailableReason), "machine %s while vCenter is down: %s", hm.Name, c.Message)
+		}
+	}, outage/2, time.Second).Should(Succeed())
+	done, _ := provisioned(g)
+	t.Logf("%d of %d machines provisioned when vCenter went down", done, machines)
+	time.Sleep(time.Until(back))
+	g.Expect(v.SetReachable(true)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		done, _ := provisioned(g)
+		g.Expect(done).To(Equal(machines))
+	}, 5*time.Minute, time.Second).Should(Succeed())
+	injected := v.Model.Service.GetFaultStats()["total_injections"]
+	v.Model.Service.ClearFaultRules() // the checks below call vCenter too
+	t.Logf("%v calls failed by injection", injected)
+	counts := vmsOf(t, v, ns, names...)
+	for _, n := range names {
+		g.Expect(counts[n]).To(Equal(1), "machine %s has %d VMs", n, counts[n])
+	}
+	g.Expect(vmsNamed(t, v, func(n string) bool { return strings.HasPrefix(n, "o") })).To(Equal(machines), "no orphaned or duplicate VM")
+	g.Expect(sessions.Opened()).To(BeNumerically("<=", 2))
+}

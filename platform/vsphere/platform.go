@@ -166,5 +166,8 @@ func (p *Platform) neutral(err error) error {
 	if err != nil && p.sessions.Stale(err, p.session) {
 		return platform.WithRetryAfter(fmt.Errorf("%w: %w", platform.ErrSessionExpired, err), sessionRetry)
 	}
+	if unreachable(err) {
+		return fmt.Errorf("%w: %w", ErrConnect, err)
+	}
 	return err
 }

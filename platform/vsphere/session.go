@@ -6,11 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -321,6 +324,17 @@ func method(req soap.HasFault) string {
 		t = t.Elem()
 	}
 	return strings.TrimSuffix(t.Name(), "Body")
+}
+
+// unreachable reports whether err says a call did not reach vCenter, or
+// its connection was cut before vCenter answered (refused, reset, closed),
+// and says so in no other way (a timeout is ErrTimeout).
+func unreachable(err error) bool {
+	if err == nil || errors.Is(err, platform.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var op *net.OpError
+	return errors.As(err, &op) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // isFault reports whether err is, or carries, a vSphere fault of type T.

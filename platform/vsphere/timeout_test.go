@@ -3,6 +3,8 @@ package vsphere
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -340,5 +342,44 @@ func TestFoundVMWaitsForARunningClone(t *testing.T) {
 	m.Op = waited
 	if st, errs := provision(ctx, t, s, m, 10*time.Millisecond); errs != 0 || !st.PoweredOn {
 		t.Errorf("after the clone ended: %+v, %d errors", st, errs)
+	}
+}
+
+// TestUnreachable: an error of a call that did not reach vCenter, or
+// whose connection was cut, is told apart (and made ErrConnect, so
+// PlatformUnavailable); a fault vCenter answered with, a timeout, or a
+// caller's cancellation is not.
+func TestUnreachable(t *testing.T) {
+	ctx := t.Context()
+	v, creds := vcsim(t)
+	s, err := NewSessions().Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.SetReachable(false); err != nil {
+		t.Fatal(err)
+	}
+	_, refused := s.Reconcile(ctx, machine("down"))
+	if err := v.SetReachable(true); err != nil {
+		t.Fatal(err)
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, byCaller := s.Reconcile(canceled, machine("canceled"))
+	for _, tt := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connection refused", refused, true},
+		{"connection cut", fmt.Errorf("reading: %w", io.ErrUnexpectedEOF), true},
+		{"a fault vCenter answered", soap.WrapVimFault(&types.ManagedObjectNotFound{}), false},
+		{"a timeout", fmt.Errorf("%w CloneVM_Task within 1m0s: %w", ErrTimeout, context.DeadlineExceeded), false},
+		{"the caller's cancellation", byCaller, false},
+		{"none", nil, false},
+	} {
+		if got := unreachable(tt.err); got != tt.want {
+			t.Errorf("%s (%v): unreachable %v, want %v", tt.name, tt.err, got, tt.want)
+		}
 	}
 }

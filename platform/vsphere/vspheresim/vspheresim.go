@@ -44,6 +44,9 @@ type VCenter struct {
 	Thumbprint string
 
 	server *simulator.Server
+	// gate is Host: a relay to the server, which SetReachable takes down
+	// and brings back.
+	gate *gate
 }
 
 // Start starts a vCenter simulator; Stop stops it.
@@ -71,7 +74,13 @@ func Start() (*VCenter, error) {
 	for i, b := range sum {
 		hex[i] = fmt.Sprintf("%02X", b)
 	}
-	return &VCenter{Model: model, Host: srv.URL.Host, Thumbprint: strings.Join(hex, ":"), server: srv}, nil
+	g, err := newGate(srv.URL.Host)
+	if err != nil {
+		srv.Close()
+		model.Remove()
+		return nil, fmt.Errorf("listening for the vCenter simulator: %w", err)
+	}
+	return &VCenter{Model: model, Host: g.addr, Thumbprint: strings.Join(hex, ":"), server: srv, gate: g}, nil
 }
 
 // StartT starts a vCenter simulator that stops when the test ends.
@@ -87,6 +96,7 @@ func StartT(t testing.TB) *VCenter {
 
 // Stop stops the simulator and removes its model.
 func (v *VCenter) Stop() {
+	v.gate.close()
 	v.server.Close()
 	v.Model.Remove()
 }
