@@ -4,6 +4,7 @@ package manifests_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -158,6 +159,11 @@ func TestTiltFiles(t *testing.T) {
 		for _, d := range c.LiveReloadDeps {
 			exists("live_reload_deps entry", d)
 		}
+		for _, dir := range sourceDirs(t, root, c.GoMain) {
+			if !slices.Contains(c.LiveReloadDeps, dir) {
+				t.Errorf("provider %s: %s builds from %s, which live_reload_deps does not list: Tilt would not rebuild on a change there", p.Name, c.GoMain, dir)
+			}
+		}
 	}
 	var settings struct {
 		ProviderRepos   []string            `json:"provider_repos"`
@@ -173,4 +179,32 @@ func TestTiltFiles(t *testing.T) {
 	if len(settings.ProviderRepos) == 0 {
 		t.Error("tilt-settings.json names no provider repository")
 	}
+}
+
+// sourceDirs are the repository's top-level directories (and go.mod,
+// go.sum) that the Go program main is built from: those of every package
+// of the repository, in any of its modules, that it imports.
+func sourceDirs(t *testing.T, root, main string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.Dir}}{{end}}", "./"+filepath.Dir(main))
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", main, err)
+	}
+	dirs := []string{"go.mod", "go.sum"}
+	for _, dir := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue // a module from the module cache
+		}
+		top := strings.Split(filepath.ToSlash(rel), "/")[0]
+		if !slices.Contains(dirs, top) {
+			dirs = append(dirs, top)
+		}
+	}
+	if len(dirs) < 5 {
+		t.Fatalf("go list found only %v for %s", dirs, main)
+	}
+	return dirs
 }
