@@ -61,6 +61,7 @@ bundle-verify: bundle ## Check the bundle and rebuild every component in a fresh
 DEV_ARGS ?=
 
 dev: ## Run a Windows cluster on simulators and scale it 0 -> 3 -> 1; DEV_ARGS=--once exits after (capwin dev -h)
+	@GO=$(GO) hack/download.sh . ./cmd/capwin
 	$(GO) run ./cmd/capwin dev $(DEV_ARGS)
 
 RELEASE_DIR ?= out

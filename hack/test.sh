@@ -13,6 +13,9 @@ cd "$root"
 args=("$@")
 go=${GO:-go}
 make=${MAKE:-make}
+# The management module's modules first, counted in one line, not a line
+# each as the builds below find them missing.
+hack/download.sh -test . ./...
 KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)
 export KUBEBUILDER_ASSETS
 
