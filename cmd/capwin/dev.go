@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -402,7 +403,48 @@ func printTree(ctx context.Context, c client.Client, co sim.ClusterOptions, out 
 		}
 	}
 	walk(t.GetRoot(), "", "")
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	// A Cluster not Available says why in its condition's message, which
+	// the table has no room for.
+	if cond := tree.GetAvailableCondition(t.GetRoot()); cond != nil && cond.Status != metav1.ConditionTrue {
+		fmt.Fprintln(out, notAvailable(ctx, c, co, cond))
+	}
+	return nil
+}
+
+// notAvailable says in one line why the Cluster is not Available: the
+// message of Cluster API's condition, or, when the only reason is the
+// control plane of a Cluster without a control-plane provider (the
+// simulation's control plane is a stand-alone Machine), that.
+func notAvailable(ctx context.Context, c client.Client, co sim.ClusterOptions, cond *metav1.Condition) string {
+	reasons := messageLines(cond.Message)
+	cluster := &clusterv1.Cluster{}
+	standalone := c.Get(ctx, client.ObjectKey{Namespace: co.Namespace, Name: co.Name}, cluster) == nil && !cluster.Spec.ControlPlaneRef.IsDefined()
+	onlyControlPlane := len(reasons) > 0
+	for _, r := range reasons {
+		onlyControlPlane = onlyControlPlane && strings.HasPrefix(r, clusterv1.ClusterControlPlaneAvailableCondition+":")
+	}
+	if standalone && onlyControlPlane {
+		return fmt.Sprintf("Cluster/%s's Available is %s only for its control plane: a stand-alone Machine here, with no control-plane provider (no spec.controlPlaneRef), for which Cluster API reports ControlPlaneAvailable as %q; every other condition Available sums up is met", co.Name, cond.Status, strings.TrimPrefix(reasons[0], clusterv1.ClusterControlPlaneAvailableCondition+": "))
+	}
+	if len(reasons) == 0 {
+		reasons = []string{"no message"}
+	}
+	return fmt.Sprintf("Cluster/%s is not Available (%s): %s", co.Name, cond.Reason, strings.Join(reasons, "; "))
+}
+
+// messageLines are a condition message's lines (Cluster API writes one
+// per condition it sums up, as "* Name: why"), without their bullets.
+func messageLines(msg string) []string {
+	var lines []string
+	for line := range strings.Lines(msg) {
+		if line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "*")); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	return lines
 }
 
 // guestsRefused is the guest simulator refusing a VM's user data, as a node
