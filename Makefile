@@ -73,9 +73,12 @@ release-manifests: ## Write infrastructure-components.yaml, bootstrap-components
 	$(KUSTOMIZE) build config/bootstrap > $(RELEASE_DIR)/bootstrap-components.yaml
 	cp metadata.yaml $(RELEASE_DIR)/metadata.yaml
 
-.PHONY: envtest-assets
-envtest-assets: ## Build kube-apiserver and etcd for envtest into ~/.cache/capwin and print the directory
+.PHONY: envtest-assets kubectl
+envtest-assets: ## Build kube-apiserver and etcd for envtest, and kubectl, into ~/.cache/capwin and print the directory
 	@hack/envtest-assets.sh
+
+kubectl: ## Print the path of the pinned kubectl (built with the envtest control plane, the Kubernetes version of its API server)
+	@echo "$$(hack/envtest-assets.sh)/kubectl"
 
 ##@ Testing
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd for envtest from their Go modules into a cache
-# outside the work tree, and prints the directory that holds them.
+# Builds kube-apiserver and etcd for envtest, and kubectl of the same
+# Kubernetes version, from their Go modules into a cache outside the work
+# tree, and prints the directory that holds them.
 #
 # A finished directory carries a stamp file; it is written last, after both
 # binaries have been renamed into place, so an interrupted build is never
@@ -21,7 +22,7 @@ sum=$(cat "$tools/go.mod" "$tools/go.sum" | sha256sum)
 dir="$cache/envtest/kube-$KUBE_VERSION-etcd-$ETCD_VERSION-${sum:0:12}"
 stamp="$dir/.complete"
 
-if [[ -f "$stamp" && -x "$dir/kube-apiserver" && -x "$dir/etcd" ]]; then
+if [[ -f "$stamp" && -x "$dir/kube-apiserver" && -x "$dir/etcd" && -x "$dir/kubectl" ]]; then
   echo "$dir"
   exit 0
 fi
@@ -40,7 +41,7 @@ mkdir -p "$dir"
 # binaries in place.
 exec 9>"$dir/.lock"
 flock 9
-if [[ -f "$stamp" && -x "$dir/kube-apiserver" && -x "$dir/etcd" ]]; then
+if [[ -f "$stamp" && -x "$dir/kube-apiserver" && -x "$dir/etcd" && -x "$dir/kubectl" ]]; then
   echo "$dir"
   exit 0
 fi
@@ -57,10 +58,10 @@ trap cleanup EXIT
 # Both in one go build, with go test's defaults (no -trimpath, cgo as the go
 # command finds it): the packages they share with each other and with the
 # management module's tests are compiled once (hack/tools/envtest/go.mod).
-if [[ ! -x "$dir/kube-apiserver" || ! -x "$dir/etcd" ]]; then
+if [[ ! -x "$dir/kube-apiserver" || ! -x "$dir/etcd" || ! -x "$dir/kubectl" ]]; then
   tmp=$(mktemp -d "$dir/.build.XXXXXX")
-  "$root/hack/download.sh" "$tools" k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3
-  echo "building the envtest control plane, kube-apiserver $KUBE_VERSION and etcd $ETCD_VERSION (hack/tools/envtest), into $dir: 3 to 9 minutes on 2 cores the first time (measured), then cached" >&2
+  "$root/hack/download.sh" "$tools" k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kubectl
+  echo "building the envtest control plane, kube-apiserver $KUBE_VERSION and etcd $ETCD_VERSION, and kubectl $KUBE_VERSION (hack/tools/envtest), into $dir: 3 to 9 minutes on 2 cores the first time (measured), then cached" >&2
   start=$SECONDS
   # Elapsed time every 30 s, on standard error only (standard output is the
   # directory, read by the caller); without the lock, and only while this
@@ -79,12 +80,13 @@ if [[ ! -x "$dir/kube-apiserver" || ! -x "$dir/etcd" ]]; then
   minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
   (cd "$tools" && GOFLAGS=-mod=readonly go build \
     -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean" \
-    -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3)
+    -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kubectl)
   kill "$ticker" 2>/dev/null || true
   ticker=""
   # go build names etcd's program after its package, server.
   mv -f "$tmp/kube-apiserver" "$dir/kube-apiserver"
   mv -f "$tmp/server" "$dir/etcd"
+  mv -f "$tmp/kubectl" "$dir/kubectl"
   echo "built the envtest control plane in $((SECONDS - start)) s" >&2
 fi
 
@@ -93,5 +95,6 @@ fi
 # dies of SIGPIPE, which pipefail turns into this script's failure.
 etcd_version=$("$dir/etcd" --version)
 echo "${etcd_version%%$'\n'*}" >&2
+"$dir/kubectl" version --client >&2
 touch "$stamp"
 echo "$dir"

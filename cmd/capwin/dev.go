@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/test/envtest"
 	"github.com/capwin/capwin/test/sim"
 )
 
@@ -189,17 +190,27 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		return nil
 	}
 
-	md := co.Name + "-windows"
-	fmt.Fprintf(out, `The clusters keep running. In another terminal:
-  export KUBECONFIG=%s
+	kubectl, err := envtest.Kubectl(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(out, tryCommands(kubectl, mgmtKubeconfig, workloadKubeconfig, o.namespace, co.Name+"-windows"))
+	<-ctx.Done()
+	fmt.Fprintln(out)
+	return nil
+}
+
+// tryCommands are the commands `make dev` offers while the clusters run,
+// with the kubectl built with the envtest control plane (kubectl), so that
+// they work on a machine with only Go.
+func tryCommands(kubectl, mgmtKubeconfig, workloadKubeconfig, namespace, md string) string {
+	return fmt.Sprintf(`The clusters keep running. In another terminal (kubectl %s, built with the envtest control plane):
+  export KUBECONFIG=%s PATH=%s:$PATH
   kubectl get machines -n %s -w
   kubectl scale machinedeployment %s -n %s --replicas 5
   kubectl --kubeconfig %s get nodes -L node.kubernetes.io/windows-build
 Ctrl-C tears everything down.
-`, mgmtKubeconfig, o.namespace, md, o.namespace, workloadKubeconfig)
-	<-ctx.Done()
-	fmt.Fprintln(out)
-	return nil
+`, kubectl, mgmtKubeconfig, filepath.Dir(kubectl), namespace, md, namespace, workloadKubeconfig)
 }
 
 // scaleAndWatch scales the Windows MachineDeployment to n and shows its

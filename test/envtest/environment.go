@@ -2,6 +2,7 @@ package envtest
 
 import (
 	"context"
+	"path/filepath"
 
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,6 +33,16 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 
 // RepoRoot is the root of the capwin source tree.
 func RepoRoot() string { return apiserver.RepoRoot() }
+
+// Kubectl is the path of the kubectl built with the envtest control plane
+// (hack/envtest-assets.sh), of the API server's Kubernetes version.
+func Kubectl(ctx context.Context) (string, error) {
+	dir, err := apiserver.AssetsDir(ctx)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "kubectl"), nil
+}
 
 // ModuleDir returns the module cache directory of module at version
 // (apiserver.ModuleDir).

@@ -26,7 +26,7 @@ func TestEnvtestModuleSharesTheLibraries(t *testing.T) {
 	envtestDir := filepath.Join(root, "hack", "tools", "envtest")
 	const format = `{{if not .Standard}}{{.ImportPath}} {{with .Module}}{{.Path}} {{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}{{end}}{{end}}`
 	mgmt := packageModules(t, root, "list", "-deps", "-test", "-f", format, "./...")
-	control := packageModules(t, envtestDir, "list", "-deps", "-f", format, "k8s.io/kubernetes/cmd/kube-apiserver", "go.etcd.io/etcd/server/v3")
+	control := packageModules(t, envtestDir, "list", "-deps", "-f", format, "k8s.io/kubernetes/cmd/kube-apiserver", "go.etcd.io/etcd/server/v3", "k8s.io/kubernetes/cmd/kubectl")
 
 	apiserver := control["k8s.io/apiserver/pkg/server"]
 	apiserverRequires := map[string]string{}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwin/capwin/test/envtest"
 )
 
 // TestStartStop starts the simulation, checks that the kubeconfigs it
@@ -37,6 +40,15 @@ func TestStartStop(t *testing.T) {
 		}
 		if err := c.Get(ctx, client.ObjectKey{Name: want}, &corev1.Namespace{}); err != nil {
 			t.Errorf("%s: namespace %s: %v", path, want, err)
+		}
+		// The kubectl `make dev` tells people to use reaches it too.
+		kubectl, err := envtest.Kubectl(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", path, "get", "namespace", want, "-o", "name").CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "namespace/"+want {
+			t.Errorf("%s --kubeconfig %s get namespace %s: %q, %v", kubectl, path, want, out, err)
 		}
 	}
 
