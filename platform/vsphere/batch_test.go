@@ -7,7 +7,6 @@ import (
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/vim25/mo"
-	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -17,14 +16,7 @@ import (
 // read of it alone gets (which the stale-reference retry looks for).
 func TestConcurrentReadsShareOneCall(t *testing.T) {
 	ctx := t.Context()
-	_, creds := vcsim(t)
-	sessions := NewSessions()
-	calls := &methodCounts{counts: map[string]int{}}
-	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { calls.RoundTripper = rt; return calls }
-	s, err := sessions.Get(ctx, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, s, calls := countedSession(t)
 	vms, err := find.NewFinder(s.Client).VirtualMachineList(ctx, "/DC0/vm/*")
 	if err != nil || len(vms) < 2 {
 		t.Fatalf("want vcsim's VMs, got %d: %v", len(vms), err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vmware/govmomi/vim25/soap"
 
+	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 	"github.com/capwin/capwin/test/benchdata"
 )
 
@@ -98,6 +99,21 @@ func BenchmarkProvision100(b *testing.B) {
 			b.Errorf("%d sessions opened for one credential", n)
 		}
 	}
+}
+
+// countedSession starts vcsim and logs in to it through a transport that
+// counts capwin's calls by method.
+func countedSession(t testing.TB) (*vspheresim.VCenter, *Sessions, *Session, *methodCounts) {
+	t.Helper()
+	v, creds := vcsim(t)
+	sessions := NewSessions()
+	calls := &methodCounts{counts: map[string]int{}}
+	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { calls.RoundTripper = rt; return calls }
+	s, err := sessions.Get(t.Context(), creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, sessions, s, calls
 }
 
 // methodCounts counts the vCenter calls that pass through it by method.

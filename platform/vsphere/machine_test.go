@@ -432,14 +432,7 @@ func TestCloneSpecFlags(t *testing.T) {
 // by the clone: no reconfigure, no power-on of its own, and it runs.
 func TestDefaultNetworkBootsWithTheClone(t *testing.T) {
 	ctx := t.Context()
-	_, creds := vcsim(t)
-	sessions := NewSessions()
-	calls := &methodCounts{counts: map[string]int{}}
-	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { calls.RoundTripper = rt; return calls }
-	s, err := sessions.Get(ctx, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, s, calls := countedSession(t)
 	m := machine("default")
 	calls.reset()
 	st, _ := provision(ctx, t, s, m, 10*time.Millisecond)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vmware/govmomi/vim25/soap"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 )
@@ -23,14 +22,7 @@ import (
 // "vCenter privileges": each must be there.
 func TestEveryCallIsDocumented(t *testing.T) {
 	ctx := t.Context()
-	v, creds := vcsim(t)
-	sessions := NewSessions()
-	calls := &methodCounts{counts: map[string]int{}}
-	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { calls.RoundTripper = rt; return calls }
-	s, err := sessions.Get(ctx, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, sessions, s, calls := countedSession(t)
 	dhcp := machine("priv-dhcp")
 	static := machine("priv-static")
 	static.Spec.Network = []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", IPAddrs: []string{"10.0.0.21/24"}, Gateway4: "10.0.0.1"}}
