@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 )
 
