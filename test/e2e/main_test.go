@@ -19,8 +19,9 @@ import (
 
 var (
 	s *sim.Sim
-	// log receives the simulations' logs: discarded unless E2E_LOG is set.
-	log = logr.Discard()
+	// log receives the simulations' logs: recorded while a test records
+	// them (logs), printed when E2E_LOG is set, discarded otherwise.
+	log = logr.New(logs.sink())
 )
 
 // bootDelay is the guests' boot delay unless a test changes it.
@@ -33,7 +34,8 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	ctx := context.Background()
 	if os.Getenv("E2E_LOG") != "" {
-		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, time.Now().Format("15:04:05.000"), prefix, args) }, funcr.Options{Verbosity: 2})
+		printer := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, time.Now().Format("15:04:05.000"), prefix, args) }, funcr.Options{Verbosity: 2})
+		log = logr.New(teeSink{logs.sink(), printer.GetSink()})
 	}
 	var err error
 	s, err = sim.Start(ctx, sim.Options{BootDelay: bootDelay, Log: log})
