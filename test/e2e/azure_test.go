@@ -35,13 +35,16 @@ import (
 // update replaces every VM; a MachineHealthCheck replaces a node that never
 // becomes Ready; scaled to none, nothing of the Windows machines is left
 // in the subscription; deleting the Cluster deletes the resource group.
-// No write is throttled on the way.
+// No write is throttled on the way, and no secret is in anything capwin
+// said (captureOutput).
 func TestAzureWindowsCluster(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	az, err := sim.Start(ctx, sim.Options{BootDelay: bootDelay, Log: log, Platform: sim.PlatformAzure})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = az.Stop() })
+	// Everything capwin says on the way is searched for secrets at the end.
+	out := captureOutput(t, az)
 
 	o := newClusterOn(t, az, 0)
 	hc := &infrav1.HybridCluster{}
@@ -199,6 +202,9 @@ func TestAzureWindowsCluster(t *testing.T) {
 	deleteClusterOn(t, az, o, func(g Gomega) {
 		g.Expect(az.Azure.ResourceGroups()).To(BeEmpty(), "the resource group capwin made is deleted")
 	})
+	c := out.stop(t)
+	c.expectCaptured(g, kindAzureClientSecret)
+	c.check(t)
 }
 
 // azureVM is the simulated Azure's VM named name, or nil.
