@@ -13,6 +13,14 @@ import (
 	"strings"
 	"time"
 
+	// The image is built FROM scratch (make image, hack/image): it has no
+	// CA bundle, yet the manager talks TLS to Azure's endpoints and to
+	// vCenters whose certificates a public CA may sign. This embeds
+	// Mozilla's roots (NSS, with their distrust-after constraints), which
+	// Go uses only when the system has none, so a bundle mounted at
+	// /etc/ssl/certs or named by SSL_CERT_FILE still wins. Kept current by
+	// `go get` like any module; govulncheck reports a stale one.
+	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
