@@ -12,14 +12,17 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
+	"sigs.k8s.io/cluster-api/util/predicates"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
 	"github.com/capwin/capwin/platform"
@@ -59,8 +62,16 @@ func (r *HybridClusterReconciler) SetupWithManager(mgr ctrl.Manager, options con
 	if r.Client == nil || r.Platforms == nil {
 		return errors.New("the HybridCluster reconciler needs a Client and Platforms")
 	}
+	// A HybridCluster whose Cluster was paused when it was last reconciled
+	// (as clusterctl move creates it in the target management cluster)
+	// changes no more when the Cluster is unpaused: the Cluster's change
+	// wakes it, as Cluster API's contract asks of infrastructure providers.
+	ctx := context.Background()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.HybridCluster{}).
+		Watches(&clusterv1.Cluster{},
+			handler.EnqueueRequestsFromMapFunc(util.ClusterToInfrastructureMapFunc(ctx, infrav1.GroupVersion.WithKind("HybridCluster"), mgr.GetClient(), &infrav1.HybridCluster{})),
+			builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), mgr.GetLogger().WithName("hybridcluster")))).
 		WithOptions(options).
 		Complete(r)
 }

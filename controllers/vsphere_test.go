@@ -591,6 +591,40 @@ func TestPausedClusterMakesNoVM(t *testing.T) {
 	}, eventually).Should(Succeed())
 }
 
+// TestHybridClusterMadeUnderAPausedClusterGoesOnWhenUnpaused: a
+// HybridCluster created while its Cluster is paused, as clusterctl move
+// creates it in the target management cluster, is provisioned once the
+// Cluster is unpaused, though the HybridCluster itself does not change.
+func TestHybridClusterMadeUnderAPausedClusterGoesOnWhenUnpaused(t *testing.T) {
+	g := NewWithT(t)
+	v := vspheresim.StartT(t)
+	ns := newNamespace(t)
+	startControllers(t, vsphere.NewSessions(), ns)
+	c := builder.Cluster(ns, "win1").Build()
+	c.Spec.Paused = ptr.To(true)
+	g.Expect(env.Client.Create(t.Context(), c)).To(Succeed())
+	g.Expect(env.Client.Create(t.Context(), builder.CredentialsSecret(ns, "vc-creds", vspheresim.User, vspheresim.Password))).To(Succeed())
+	g.Expect(env.Client.Create(t.Context(), builder.VSphereCluster(ns, "win1").WithServer(v.Host).WithInsecure().WithOwner(c).Build())).To(Succeed())
+	getHC := func(g Gomega) *infrav1.HybridCluster {
+		hc := &infrav1.HybridCluster{}
+		g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "win1"}, hc)).To(Succeed())
+		return hc
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(conditions.IsTrue(getHC(g), clusterv1.PausedCondition)).To(BeTrue())
+	}, eventually).Should(Succeed())
+	g.Expect(getHC(g).Status.Initialization.Provisioned).To(BeNil())
+
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(c), c)).To(Succeed())
+	c.Spec.Paused = nil
+	g.Expect(env.Client.Update(t.Context(), c)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		hc := getHC(g)
+		g.Expect(conditions.IsFalse(hc, clusterv1.PausedCondition)).To(BeTrue())
+		g.Expect(hc.Status.Initialization.Provisioned).To(Equal(ptr.To(true)))
+	}, eventually).Should(Succeed())
+}
+
 // TestAzureClusterNamesTheKeysItLacks: an Azure HybridCluster whose Secret
 // holds a vCenter login says which keys an Azure login needs.
 func TestAzureClusterNamesTheKeysItLacks(t *testing.T) {
