@@ -81,7 +81,7 @@ type HybridClusterIdentityStatus struct {
 // +kubebuilder:resource:path=hybridclusteridentities,scope=Cluster,categories=cluster-api,shortName=hci
 // +kubebuilder:storageversion
 // +kubebuilder:subresource:status
-// +kubebuilder:metadata:labels="cluster.x-k8s.io/v1beta2=v1alpha1"
+// +kubebuilder:metadata:labels="cluster.x-k8s.io/v1beta2=v1alpha1";"clusterctl.cluster.x-k8s.io/move-hierarchy=true"
 // +kubebuilder:printcolumn:name="Secret",type="string",JSONPath=".spec.secretName"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 
