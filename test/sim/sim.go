@@ -95,7 +95,10 @@ type Sim struct {
 	Guests *Guests
 
 	platform string
-	ccm      interface {
+	// shared is set on a second management cluster (StartManagement):
+	// the vCenter, Azure and the workload cluster are not its to stop.
+	shared bool
+	ccm    interface {
 		run(ctx context.Context)
 		Err() error
 	}
@@ -194,14 +197,7 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 	} else if s.VCenter, err = startVCenter(); err != nil {
 		return s, err
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ControllerNamespace}}
-	if err := s.Management.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return s, fmt.Errorf("creating namespace %s: %w", ControllerNamespace, err)
-	}
-	if err := s.startCAPI(ctx); err != nil {
-		return s, err
-	}
-	if err := s.StartCapwin(ctx); err != nil {
+	if err := s.startControllers(ctx); err != nil {
 		return s, err
 	}
 	if s.Azure != nil {
@@ -215,15 +211,10 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var done sync.WaitGroup
 	done.Go(func() { s.Guests.run(gctx) })
-	gcClient, err := client.New(s.Management.Config, client.Options{Scheme: s.Management.Scheme})
-	if err != nil {
-		cancel()
-		done.Wait()
+	s.stopGuests = func() { cancel(); done.Wait() }
+	if err := s.startHousekeeping(gctx, &done); err != nil {
 		return s, err
 	}
-	done.Go(func() { collectGarbage(gctx, gcClient, opts.Log.WithName("gc")) })
-	done.Go(func() { standInForControlPlane(gctx, gcClient, s.Workload.Client, opts.Log.WithName("control-plane")) })
-	s.stopGuests = func() { cancel(); done.Wait() }
 	if s.Azure != nil {
 		s.ccm = &azureNodeManager{addonPod: addonPod{name: "cloud-node-manager", log: opts.Log.WithName("cloud-node-manager")}, workload: s.Workload.Client, config: s.Workload.Config, cloud: s.Azure, guests: s.Guests}
 	} else {
@@ -234,6 +225,61 @@ func Start(ctx context.Context, opts Options) (s *Sim, err error) {
 		s.StartCloudControllerManager()
 	}
 	return s, nil
+}
+
+// startControllers creates the controllers' namespace and starts Cluster
+// API's and capwin's controllers against s.Management.
+func (s *Sim) startControllers(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ControllerNamespace}}
+	if err := s.Management.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", ControllerNamespace, err)
+	}
+	if err := s.startCAPI(ctx); err != nil {
+		return err
+	}
+	return s.StartCapwin(ctx)
+}
+
+// startHousekeeping runs, in done until ctx ends, what a management
+// cluster has besides the controllers: the garbage collector and the stand-in
+// for the control plane's initialisation.
+func (s *Sim) startHousekeeping(ctx context.Context, done *sync.WaitGroup) error {
+	c, err := client.New(s.Management.Config, client.Options{Scheme: s.Management.Scheme})
+	if err != nil {
+		return err
+	}
+	done.Go(func() { collectGarbage(ctx, c, s.log.WithName("gc")) })
+	done.Go(func() { standInForControlPlane(ctx, c, s.Workload.Client, s.log.WithName("control-plane")) })
+	return nil
+}
+
+// StartManagement starts a second management cluster for s's data centre
+// and workload cluster, as `clusterctl init` leaves a new one: an API
+// server of its own with every CRD and webhook, Cluster API's and capwin's
+// controllers and the garbage collector, and no cluster. The vCenter (or
+// Azure subscription), the workload API server and the guests are s's,
+// shared: the returned Sim's Stop stops only what StartManagement started.
+// It is the target of a `clusterctl move` (test/e2e).
+func (s *Sim) StartManagement(ctx context.Context) (m *Sim, err error) {
+	m = &Sim{
+		log: s.log.WithName("target"), platform: s.platform, shared: true,
+		Workload: s.Workload, Kubeadm: s.Kubeadm, VCenter: s.VCenter, Azure: s.Azure, Guests: s.Guests,
+	}
+	defer func() {
+		if err != nil {
+			_ = m.Stop()
+		}
+	}()
+	if m.Management, err = envtest.Start(ctx, envtest.Options{Webhooks: true, CAPIWebhooks: true}); err != nil {
+		return m, fmt.Errorf("starting the second management API server: %w", err)
+	}
+	if err := m.startControllers(ctx); err != nil {
+		return m, err
+	}
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var done sync.WaitGroup
+	m.stopGuests = func() { cancel(); done.Wait() }
+	return m, m.startHousekeeping(hctx, &done)
 }
 
 // StartCloudControllerManager lets the workload cluster's cloud provider
@@ -387,13 +433,13 @@ func (s *Sim) stop() error {
 	if s.stopCAPI != nil {
 		errs = append(errs, s.stopCAPI())
 	}
-	if s.VCenter != nil {
+	if s.VCenter != nil && !s.shared {
 		s.VCenter.Stop()
 	}
 	if s.Management != nil {
 		errs = append(errs, s.Management.Stop())
 	}
-	if s.Kubeadm != nil {
+	if s.Kubeadm != nil && !s.shared {
 		// Killed after its short StopTimeout (see Start): logged, not an
 		// error.
 		if err := s.Kubeadm.Stop(); err != nil {
