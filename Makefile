@@ -10,12 +10,19 @@ TOOLS_MOD := $(CURDIR)/hack/tools/go.mod
 # its build cache (outside this tree), so later runs start at once.
 CONTROLLER_GEN := $(GO) tool -modfile=$(TOOLS_MOD) controller-gen
 KUSTOMIZE := $(GO) tool -modfile=$(TOOLS_MOD) kustomize
+# The path of the kustomize binary, for a command run outside this tree.
+KUSTOMIZE_BIN := $(GO) tool -modfile=$(TOOLS_MOD) -n kustomize
 GOLANGCI_LINT := $(GO) tool -modfile=$(TOOLS_MOD) golangci-lint
 CLUSTERCTL := $(GO) tool -modfile=$(TOOLS_MOD) clusterctl
 
-# Every Go module of the repository whose code ships, the bundle's builder
-# and the benchmark report's (the pinned tools excluded).
-MODULES := . $(patsubst %/go.mod,%,$(wildcard node-components/go.mod)) hack/bundle hack/benchreport
+# Every Go module of the repository whose code ships, the bundle's builder,
+# the benchmark report's and the image's (the pinned tools excluded).
+MODULES := . $(patsubst %/go.mod,%,$(wildcard node-components/go.mod)) hack/bundle hack/benchreport hack/image
+
+# The manager's image: the name make image records in out/image and the
+# image make release-manifests puts in both providers' Deployments, for
+# example IMAGE=ghcr.io/me/capwin-manager:v0.1.0 for both.
+IMAGE ?= capwin-manager:dev
 
 # Extra flags for `go test`, for example TEST_ARGS='-run TestSmoke -v'.
 TEST_ARGS ?=
@@ -57,6 +64,10 @@ bundle: ## Build the Windows node bundle into out/bundle: zip, manifest, SBOM (K
 bundle-verify: bundle ## Check the bundle and rebuild every component in a fresh build cache: the hashes must be equal (about 15 min on 2 cores)
 	cd hack/bundle && $(GO) run . verify --root $(CURDIR) --out $(CURDIR)/out/bundle $(if $(KUBERNETES_VERSION),--kubernetes-version $(KUBERNETES_VERSION))
 
+.PHONY: image
+image: ## Build the manager's image for linux/amd64 and linux/arm64 without Docker into out/image, an OCI image layout (IMAGE names it; docs/development.md says how to push it)
+	cd hack/image && $(GO) run . --root $(CURDIR) --out $(CURDIR)/out/image --image $(IMAGE)
+
 .PHONY: dev
 DEV_ARGS ?=
 
@@ -67,10 +78,20 @@ dev: ## Run a Windows cluster on simulators and scale it 0 -> 3 -> 1; DEV_ARGS=-
 RELEASE_DIR ?= out
 
 .PHONY: release-manifests
-release-manifests: ## Write infrastructure-components.yaml, bootstrap-components.yaml and metadata.yaml into out/
-	mkdir -p $(RELEASE_DIR)
-	$(KUSTOMIZE) build config/infrastructure > $(RELEASE_DIR)/infrastructure-components.yaml
-	$(KUSTOMIZE) build config/bootstrap > $(RELEASE_DIR)/bootstrap-components.yaml
+# Each provider's components are built through an overlay that only sets
+# the image (kustomize edit set image), written under out/ as kustomize
+# takes neither an absolute path nor a base outside the overlay's tree.
+release-manifests: ## Write infrastructure-components.yaml, bootstrap-components.yaml and metadata.yaml into out/, with the manager's image IMAGE
+	mkdir -p $(RELEASE_DIR) out
+	@set -e; kustomize=$$($(KUSTOMIZE_BIN)); overlay=$$(mktemp -d $(CURDIR)/out/.release-manifests-XXXXXX); \
+	trap 'rm -rf "$$overlay"' EXIT; \
+	for p in infrastructure bootstrap; do \
+	  mkdir "$$overlay/$$p"; \
+	  printf 'resources:\n  - ../../../config/%s\n' "$$p" >"$$overlay/$$p/kustomization.yaml"; \
+	  (cd "$$overlay/$$p" && "$$kustomize" edit set image capwin-manager=$(IMAGE)); \
+	  echo "kustomize build config/$$p, image $(IMAGE) > $(RELEASE_DIR)/$$p-components.yaml"; \
+	  "$$kustomize" build "$$overlay/$$p" >$(RELEASE_DIR)/$$p-components.yaml; \
+	done
 	cp metadata.yaml $(RELEASE_DIR)/metadata.yaml
 
 .PHONY: envtest-assets kubectl

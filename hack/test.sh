@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make test: every module's tests. The management module's run in the
-# foreground; node-components', hack/bundle's, hack/benchreport's and the
-# Windows build check run alongside at a lower priority (nice), since the management module's
+# foreground; node-components', hack/bundle's, hack/benchreport's,
+# hack/image's and the Windows build check run alongside at a lower priority (nice), since the management module's
 # end-to-end tests leave part of the machine idle for minutes: on 2 cores
 # this took a first run from 32 to 30 minutes. Their output follows the
 # management module's; the exit status is non-zero when any failed.
@@ -29,7 +29,7 @@ trap 'stop_side; exit 130' INT TERM
 
 side() {
   local rc=0 m
-  for m in node-components hack/bundle hack/benchreport; do
+  for m in node-components hack/bundle hack/benchreport hack/image; do
     echo "+ cd $m && go test -timeout 45m ./... ${args[*]}" >&2
     # A longer bound than go test's 10 minutes: these wait on the
     # management module's tests for the CPU.
@@ -55,7 +55,7 @@ set +m
 echo "+ go test ./... ${args[*]}" >&2
 rc=0
 "$go" test ./... "${args[@]}" || rc=1
-echo "waiting for node-components, hack/bundle, hack/benchreport and the Windows build check..." >&2
+echo "waiting for node-components, hack/bundle, hack/benchreport, hack/image and the Windows build check..." >&2
 wait "$sidepid" || true
 sidepid=""
 cat "$out/side.log"
