@@ -167,6 +167,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, config *bootstrapv1.Wi
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: config.Namespace, Name: config.Name}, data)
 	switch {
 	case err == nil:
+		if err := r.ensureDataSecretController(ctx, config, data); err != nil {
+			return ctrl.Result{}, err
+		}
 		setDataSecretAvailable(config, data.Name)
 		return r.reconcileToken(ctx, config, machine, cluster, data)
 	case !apierrors.IsNotFound(err):
@@ -425,6 +428,24 @@ func (r *Reconciler) payloadInput(ctx context.Context, config *bootstrapv1.Windo
 		return v, nil
 	}
 	return in, nil
+}
+
+// ensureDataSecretController makes the config the data Secret's controller
+// again when the Secret lost its owner references (a restore from a backup
+// that drops them): without it the Secret would outlive its config and
+// `clusterctl move` would leave it behind.
+func (r *Reconciler) ensureDataSecretController(ctx context.Context, config *bootstrapv1.WindowsKubeadmConfig, data *corev1.Secret) error {
+	if metav1.IsControlledBy(data, config) {
+		return nil
+	}
+	patch := client.MergeFrom(data.DeepCopy())
+	if err := controllerutil.SetControllerReference(config, data, r.Client.Scheme()); err != nil {
+		return fmt.Errorf("making the WindowsKubeadmConfig the controller of its bootstrap data Secret: %w", err)
+	}
+	if err := r.Client.Patch(ctx, data, patch); err != nil {
+		return fmt.Errorf("restoring the owner reference of the bootstrap data Secret: %w", err)
+	}
+	return nil
 }
 
 // writeDataSecret creates or updates the bootstrap data Secret. It logs the
