@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
@@ -63,6 +64,7 @@ func (s *Session) read(ctx context.Context, obj types.ManagedObjectReference, ps
 
 // add queues a read of obj's ps, and starts the batches when none runs.
 func (b *batch) add(obj types.ManagedObjectReference, ps []string, s *Session) *batchRead {
+	obj = ref(obj)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.next == nil {
@@ -98,9 +100,12 @@ func (b *batch) run(s *Session) {
 			return
 		}
 		b.mu.Unlock()
-		contents, err := s.retrieve(context.Background(), reads)
+		contents, failed, err := s.retrieve(context.Background(), reads)
 		for obj, r := range reads {
 			r.err = err
+			if e, ok := failed[obj]; ok {
+				r.err = e
+			}
 			if c, ok := contents[obj]; ok {
 				r.content = &c
 			}
@@ -109,35 +114,68 @@ func (b *batch) run(s *Session) {
 	}
 }
 
-// retrieve reads every object's properties in one RetrievePropertiesEx
-// (vCenter pages a long answer), with one property list per type, the
-// union of what was asked of its objects. Objects vCenter does not find
-// are reported as missing, not failing the call.
-func (s *Session) retrieve(ctx context.Context, reads map[types.ManagedObjectReference]*batchRead) (map[types.ManagedObjectReference]types.ObjectContent, error) {
-	paths := map[string]map[string]bool{}
-	var objects []types.ObjectSpec
-	for _, obj := range slices.SortedFunc(maps.Keys(reads), compareRefs) {
-		if paths[obj.Type] == nil {
-			paths[obj.Type] = map[string]bool{}
+// retrieve reads the objects' properties in one RetrievePropertiesEx
+// (vCenter pages a long answer), objects read for the same properties in
+// one filter spec, so that none is read for more than was asked of it
+// (vcsim answers every object with every spec's properties, so its tests
+// cannot show this). Objects
+// vCenter does not find are reported as missing, not failing the call; a
+// call that fails all the same for one object it names
+// (ManagedObjectNotFound) fails that object's read, and is made again for
+// the others.
+func (s *Session) retrieve(ctx context.Context, reads map[types.ManagedObjectReference]*batchRead) (map[types.ManagedObjectReference]types.ObjectContent, map[types.ManagedObjectReference]error, error) {
+	pending := maps.Clone(reads)
+	failed := map[types.ManagedObjectReference]error{}
+	for len(pending) > 0 {
+		contents, err := s.retrieveOnce(ctx, pending)
+		var nf *types.ManagedObjectNotFound
+		if _, ok := fault.As(err, &nf); ok {
+			if obj := ref(nf.Obj); pending[obj] != nil {
+				failed[obj] = err
+				delete(pending, obj)
+				continue
+			}
 		}
-		maps.Copy(paths[obj.Type], reads[obj].props)
-		objects = append(objects, types.ObjectSpec{Obj: obj, Skip: types.NewBool(false)})
+		return contents, failed, err
 	}
-	var props []types.PropertySpec
-	for _, kind := range slices.Sorted(maps.Keys(paths)) {
-		props = append(props, types.PropertySpec{Type: kind, PathSet: slices.Sorted(maps.Keys(paths[kind]))})
+	return nil, failed, nil
+}
+
+func (s *Session) retrieveOnce(ctx context.Context, reads map[types.ManagedObjectReference]*batchRead) (map[types.ManagedObjectReference]types.ObjectContent, error) {
+	// One filter spec per type and property list.
+	groups := map[string]*types.PropertyFilterSpec{}
+	for _, obj := range slices.SortedFunc(maps.Keys(reads), compareRefs) {
+		paths := slices.Sorted(maps.Keys(reads[obj].props))
+		key := obj.Type + "\x00" + strings.Join(paths, "\x00")
+		g := groups[key]
+		if g == nil {
+			g = &types.PropertyFilterSpec{
+				PropSet:                       []types.PropertySpec{{Type: obj.Type, PathSet: paths}},
+				ReportMissingObjectsInResults: types.NewBool(true),
+			}
+			groups[key] = g
+		}
+		g.ObjectSet = append(g.ObjectSet, types.ObjectSpec{Obj: obj, Skip: types.NewBool(false)})
 	}
-	res, err := property.DefaultCollector(s.Client).RetrieveProperties(ctx, types.RetrieveProperties{
-		SpecSet: []types.PropertyFilterSpec{{ObjectSet: objects, PropSet: props, ReportMissingObjectsInResults: types.NewBool(true)}},
-	})
+	var specs []types.PropertyFilterSpec
+	for _, key := range slices.Sorted(maps.Keys(groups)) {
+		specs = append(specs, *groups[key])
+	}
+	res, err := property.DefaultCollector(s.Client).RetrieveProperties(ctx, types.RetrieveProperties{SpecSet: specs})
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[types.ManagedObjectReference]types.ObjectContent, len(res.Returnval))
 	for _, c := range res.Returnval {
-		out[c.Obj] = c
+		out[ref(c.Obj)] = c
 	}
 	return out, nil
+}
+
+// ref is a reference by its type and value only: a task's, recorded in a
+// status, carries no server GUID, and vCenter's answers may.
+func ref(r types.ManagedObjectReference) types.ManagedObjectReference {
+	return types.ManagedObjectReference{Type: r.Type, Value: r.Value}
 }
 
 func compareRefs(a, b types.ManagedObjectReference) int {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
@@ -14,8 +15,8 @@ import (
 
 // clone starts the clone of the machine's template: configured, with its
 // user data, and powered on by the clone when its metadata is complete
-// before vCenter gives its NICs their MACs (guestDefaultNetwork), off
-// otherwise.
+// before vCenter gives its NICs their MACs (a Windows machine with one DHCP
+// NIC: guestDefaultNetwork), off otherwise.
 func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (State, error) {
 	inv, err := s.inventory(ctx, dc, m.Spec)
 	if err != nil {
@@ -48,12 +49,12 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 	if inv.datastore != nil {
 		relocate.Datastore = types.NewReference(*inv.datastore)
 	}
-	// A guest whose own default network is the spec's needs nothing it
-	// cannot be given now, and the clone powers it on. Any other stays
+	// A Windows guest whose own default network is the spec's needs
+	// nothing it cannot be given now, and the clone powers it on. Any other stays
 	// off: it is powered on only once its network metadata names each NIC
 	// by the MAC address vCenter gives it (see observe), since cloud-init
 	// and cloudbase-init configure only the NICs an entry matches.
-	spec := types.VirtualMachineCloneSpec{Location: relocate, Config: config, PowerOn: guestDefaultNetwork(m.Spec, nics)}
+	spec := types.VirtualMachineCloneSpec{Location: relocate, Config: config, PowerOn: guestDefaultNetwork(m, nics)}
 	if m.Spec.CloneMode == infrav1.LinkedClone {
 		spec.Location.DiskMoveType = string(types.VirtualMachineRelocateDiskMoveOptionsCreateNewChildDiskBacking)
 		if inv.snapshot == nil {
@@ -66,14 +67,7 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 	task, err := template.Clone(ctx, object.NewFolder(s.Client, inv.folder), m.Name, spec)
 	if err != nil {
 		if isFault[*types.DuplicateName](err) {
-			// Another VM has the name, or this machine's own clone, whose
-			// answer was lost (a restart, a call timeout) before its task
-			// was recorded, is still running: a clone that may be it is
-			// waited for, and its VM then found by instance UUID.
-			if st, waiting, werr := s.waitForLostClone(ctx, m); waiting || werr != nil {
-				return st, werr
-			}
-			return State{}, fmt.Errorf("%w (%w): a VM named %s already exists in the folder without this machine's instance UUID, and no clone to that name runs", platform.ErrOperationFailed, errNameTaken, m.Name)
+			return s.nameTaken(ctx, dc, inv, m, fmt.Errorf("cloning template %s: %w: %w", m.Spec.Template, errNameTaken, err))
 		}
 		if isFault[*types.ManagedObjectNotFound](err) {
 			// The template, folder, pool or datastore was replaced since it was looked up.
@@ -121,6 +115,38 @@ func deviceChanges(inv *inventory, spec *infrav1.VSphereMachineSpec) ([]types.Ba
 		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: &grown})
 	}
 	return changes, nil
+}
+
+// nameTaken goes on from a clone refused because a VM of the machine's
+// name is in its folder (cloneErr). The VM holding the name is looked at:
+// one with another instance UUID is another VM's, and the machine fails at
+// once (OperationFailed), without waiting or cloning again; one with the
+// machine's own is its VM, made by a clone whose answer was lost. When
+// vCenter lists no VM of that name yet, a clone to it still runs: one that
+// may be the machine's own is waited for (WaitForCreate).
+func (s *Session) nameTaken(ctx context.Context, dc *object.Datacenter, inv *inventory, m Machine, cloneErr error) (State, error) {
+	ref, err := object.NewSearchIndex(s.Client).FindChild(ctx, object.NewFolder(s.Client, inv.folder), m.Name)
+	if err != nil {
+		return State{}, fmt.Errorf("looking up the VM named %s: %w", m.Name, err)
+	}
+	if ref != nil && ref.Reference().Type == "VirtualMachine" {
+		var o mo.VirtualMachine
+		if err := s.read(ctx, ref.Reference(), []string{"config.instanceUuid"}, &o); err != nil {
+			return State{}, fmt.Errorf("reading the VM named %s: %w", m.Name, err)
+		}
+		uuid := InstanceUUID(m.Namespace, m.Name)
+		if o.Config != nil && o.Config.InstanceUuid == uuid {
+			s.cache.Store("vm/"+uuid, ref.Reference())
+			return s.observe(ctx, object.NewVirtualMachine(s.Client, ref.Reference()), m)
+		}
+		if o.Config != nil && o.Config.InstanceUuid != "" {
+			return State{}, fmt.Errorf("%w (%w): VM %s in the folder has the name %s and instance UUID %s, not this machine's", platform.ErrOperationFailed, errNameTaken, ref.Reference().Value, m.Name, o.Config.InstanceUuid)
+		}
+	}
+	if st, waiting, err := s.waitForLostClone(ctx, m); waiting || err != nil {
+		return st, err
+	}
+	return State{}, fmt.Errorf("%w: %w; no clone to that name runs", platform.ErrOperationFailed, cloneErr)
 }
 
 // waitForLostClone returns, as an operation to wait for (WaitForCreate), a

@@ -69,26 +69,32 @@ func guestInfoHolds(extraConfig []types.BaseOptionValue, key string, want []byte
 	return false
 }
 
-// guestDefaultNetwork reports whether the guest's own default network
-// configuration is the one the spec asks for, so that the metadata need
-// carry none: one network device on the VM (nics), asking for DHCP and
-// nothing else. cloud-init's VMware datasource then applies its fallback
-// configuration, DHCP on the first NIC, and Windows (cloudbase-init
-// configures nothing without an entry) keeps DHCP on every adapter. Such a
-// VM needs no MAC address in its metadata, so it is cloned with its
-// metadata and powered on by the clone itself.
-func guestDefaultNetwork(spec *infrav1.VSphereMachineSpec, nics int) bool {
-	if nics != 1 || len(spec.Network) != 1 {
+// guestDefaultNetwork reports whether a Windows guest's own default
+// network configuration is the one the spec asks for, so that the metadata
+// need carry none: one network device on the VM (nics), asking for DHCP and
+// nothing else. cloudbase-init configures nothing without an entry, so
+// Windows keeps DHCP on the adapter, as the entry matched by MAC asked
+// for; the adapter keeps its own name (Ethernet0), which nothing in capwin
+// depends on. Such a VM needs no MAC address in its metadata, so it is
+// cloned with its metadata and powered on by the clone itself.
+//
+// Linux guests always get entries matched by MAC: cloud-init's fallback
+// would also give DHCP on the one NIC, but would leave it its kernel name
+// (ens192 rather than the eth0 set-name gives, which configurations such as
+// kube-vip's vip_interface name), apply network configuration left in the
+// template, and, from cloud-init 24.1, ask for DHCPv6 too.
+func guestDefaultNetwork(m Machine, nics int) bool {
+	if m.OS != infrav1.OSWindows || nics != 1 || len(m.Spec.Network) != 1 {
 		return false
 	}
-	d := spec.Network[0]
+	d := m.Spec.Network[0]
 	return d.DHCP4 != nil && *d.DHCP4 && len(d.IPAddrs) == 0 && d.Gateway4 == "" && len(d.Nameservers) == 0
 }
 
 // metadata is the instance metadata: the host name, the network and the
 // SSH keys. A NIC is matched by its MAC address, and named eth0, eth1, ...,
 // once vCenter has given it one; before, the VM is off and nothing reads
-// the entry. A VM whose guest's default network is the spec's
+// the entry. A Windows VM whose guest's default network is the spec's
 // (guestDefaultNetwork) gets no network entry.
 func metadata(m Machine, macs []string, nics int) ([]byte, error) {
 	type ethernet struct {
@@ -115,7 +121,7 @@ func metadata(m Machine, macs []string, nics int) ([]byte, error) {
 		"instance-id":    InstanceUUID(m.Namespace, m.Name),
 		"local-hostname": m.ComputerName,
 	}
-	if !guestDefaultNetwork(m.Spec, nics) {
+	if !guestDefaultNetwork(m, nics) {
 		meta["network"] = map[string]any{"version": 2, "ethernets": ethernets}
 	}
 	if len(m.SSHAuthorizedKeys) > 0 {
@@ -147,7 +153,7 @@ func (s *Session) writeNetworkMetadata(ctx context.Context, vm *object.VirtualMa
 		return "", fmt.Errorf("%w: VM %s has %d network devices, and spec.vsphere.network names %d", platform.ErrInvalid, vm.Reference().Value, len(macs), len(m.Spec.Network))
 	}
 	for i := range m.Spec.Network {
-		if macs[i] == "" && !guestDefaultNetwork(m.Spec, len(macs)) {
+		if macs[i] == "" && !guestDefaultNetwork(m, len(macs)) {
 			// vCenter gives a clone's NICs their MAC addresses; one
 			// without would boot with an entry that matches nothing.
 			return "", fmt.Errorf("%w: VM %s: network device %d has no MAC address, which its network metadata must name before it powers on", platform.ErrInvalid, vm.Reference().Value, i)

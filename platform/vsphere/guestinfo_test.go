@@ -39,31 +39,33 @@ func TestMetadataPublicKeys(t *testing.T) {
 	}
 }
 
-// TestMetadataNetwork: a VM with one network device asking for DHCP and
-// nothing else gets no network entry, so that the guest's own default
-// (cloud-init's fallback, DHCP on the first NIC; Windows' DHCP) applies
-// and the VM can boot before vCenter names its MAC; anything else gets an
-// entry per device, matched by MAC once the MACs are known.
+// TestMetadataNetwork: a Windows VM with one network device asking for
+// DHCP and nothing else gets no network entry, so that Windows' own DHCP
+// applies and the VM can boot before vCenter names its MAC; anything else,
+// and every Linux VM (whose interface the entry names eth0), gets an entry
+// per device, matched by MAC once the MACs are known.
 func TestMetadataNetwork(t *testing.T) {
 	dhcp := infrav1.VSphereNetworkDevice{NetworkName: "VM Network", DHCP4: ptr.To(true)}
 	tests := []struct {
 		name    string
+		os      infrav1.OSType
 		network []infrav1.VSphereNetworkDevice
 		nics    int
 		want    bool // a network entry
 	}{
-		{"one DHCP device", []infrav1.VSphereNetworkDevice{dhcp}, 1, false},
-		{"one DHCP device, the VM has two", []infrav1.VSphereNetworkDevice{dhcp}, 2, true},
-		{"two DHCP devices", []infrav1.VSphereNetworkDevice{dhcp, dhcp}, 2, true},
-		{"DHCP with nameservers", []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", DHCP4: ptr.To(true), Nameservers: []string{"10.0.0.2"}}}, 1, true},
-		{"static", []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", IPAddrs: []string{"10.0.0.21/24"}, Gateway4: "10.0.0.1"}}, 1, true},
-		{"dhcp4 false", []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", DHCP4: ptr.To(false)}}, 1, true},
-		{"dhcp4 unset", []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network"}}, 1, true},
+		{"one DHCP device", infrav1.OSWindows, []infrav1.VSphereNetworkDevice{dhcp}, 1, false},
+		{"Linux, one DHCP device", infrav1.OSLinux, []infrav1.VSphereNetworkDevice{dhcp}, 1, true},
+		{"one DHCP device, the VM has two", infrav1.OSWindows, []infrav1.VSphereNetworkDevice{dhcp}, 2, true},
+		{"two DHCP devices", infrav1.OSWindows, []infrav1.VSphereNetworkDevice{dhcp, dhcp}, 2, true},
+		{"DHCP with nameservers", infrav1.OSWindows, []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", DHCP4: ptr.To(true), Nameservers: []string{"10.0.0.2"}}}, 1, true},
+		{"static", infrav1.OSWindows, []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", IPAddrs: []string{"10.0.0.21/24"}, Gateway4: "10.0.0.1"}}, 1, true},
+		{"dhcp4 false", infrav1.OSWindows, []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network", DHCP4: ptr.To(false)}}, 1, true},
+		{"dhcp4 unset", infrav1.OSWindows, []infrav1.VSphereNetworkDevice{{NetworkName: "VM Network"}}, 1, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := machine("net")
-			m.Spec.Network = tt.network
+			m.OS, m.Spec.Network = tt.os, tt.network
 			data, err := metadata(m, nil, tt.nics)
 			if err != nil {
 				t.Fatal(err)
@@ -75,7 +77,7 @@ func TestMetadataNetwork(t *testing.T) {
 			if _, got := meta["network"]; got != tt.want {
 				t.Errorf("network entry: %v, want %v:\n%s", got, tt.want, data)
 			}
-			if got := guestDefaultNetwork(m.Spec, tt.nics); got == tt.want {
+			if got := guestDefaultNetwork(m, tt.nics); got == tt.want {
 				t.Errorf("guestDefaultNetwork = %v, want %v", got, !tt.want)
 			}
 		})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
@@ -19,7 +20,7 @@ func (s *Session) datacenter(ctx context.Context, path string) (*object.Datacent
 	if v, ok := s.cache.Load(key); ok {
 		return v.(*object.Datacenter), nil
 	}
-	return lookupOnce(s, key, func() (*object.Datacenter, error) {
+	return lookupOnce(ctx, s, key, func(ctx context.Context) (*object.Datacenter, error) {
 		dc, err := find.NewFinder(s.Client).Datacenter(ctx, path)
 		if err != nil {
 			return nil, notFound(err, "datacenter %s", path)
@@ -31,24 +32,40 @@ func (s *Session) datacenter(ctx context.Context, path string) (*object.Datacent
 // lookupOnce runs an inventory lookup not yet cached, and caches what it
 // found under key: the reconciles that need it at the same time (every
 // machine of a new MachineSet) share one lookup instead of each making it.
-func lookupOnce[T any](s *Session, key string, lookup func() (T, error)) (T, error) {
-	v, err, _ := s.lookups.Do(key, func() (any, error) {
+// The lookup runs apart from the context of the reconcile that starts it,
+// within lookupTimeout, and each waits on its own context.
+func lookupOnce[T any](ctx context.Context, s *Session, key string, lookup func(context.Context) (T, error)) (T, error) {
+	ch := s.lookups.DoChan(key, func() (any, error) {
 		if v, ok := s.cache.Load(key); ok {
 			return v, nil
 		}
-		v, err := lookup()
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+		defer cancel()
+		v, err := lookup(lctx)
 		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && lctx.Err() != nil {
+				err = fmt.Errorf("%w: an inventory lookup within %s: %w", ErrTimeout, lookupTimeout, err)
+			}
 			return nil, err
 		}
 		s.cache.Store(key, v)
 		return v, nil
 	})
-	if err != nil {
-		var zero T
-		return zero, err
+	var zero T
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return zero, r.Err
+		}
+		return r.Val.(T), nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
 	}
-	return v.(T), nil
 }
+
+// lookupTimeout bounds a shared inventory lookup, of a few calls each
+// bounded by the sessions' CallTimeout.
+const lookupTimeout = 2 * time.Minute
 
 func (s *Session) findVM(ctx context.Context, dc *object.Datacenter, m Machine) (*object.VirtualMachine, error) {
 	uuid := InstanceUUID(m.Namespace, m.Name)
@@ -104,6 +121,8 @@ type inventory struct {
 	pool      types.ManagedObjectReference
 	datastore *types.ManagedObjectReference
 	networks  []types.BaseVirtualDeviceBackingInfo
+	// at is when it was looked up.
+	at time.Time
 }
 
 func inventoryKey(dc *object.Datacenter, spec *infrav1.VSphereMachineSpec) string {
@@ -114,17 +133,24 @@ func (s *Session) forgetInventory(dc *object.Datacenter, spec *infrav1.VSphereMa
 	s.cache.Delete(inventoryKey(dc, spec))
 }
 
+// inventoryMaxAge is how long a lookup of a clone's inventory is used: a
+// template changed in place (a NIC added, a disk grown) is seen within it.
+const inventoryMaxAge = 5 * time.Minute
+
 func (s *Session) inventory(ctx context.Context, dc *object.Datacenter, spec *infrav1.VSphereMachineSpec) (*inventory, error) {
 	key := inventoryKey(dc, spec)
 	if v, ok := s.cache.Load(key); ok {
-		return v.(*inventory), nil
+		if inv := v.(*inventory); time.Since(inv.at) < inventoryMaxAge {
+			return inv, nil
+		}
+		s.cache.CompareAndDelete(key, v)
 	}
-	return lookupOnce(s, key, func() (*inventory, error) { return s.lookupInventory(ctx, dc, spec) })
+	return lookupOnce(ctx, s, key, func(ctx context.Context) (*inventory, error) { return s.lookupInventory(ctx, dc, spec) })
 }
 
 func (s *Session) lookupInventory(ctx context.Context, dc *object.Datacenter, spec *infrav1.VSphereMachineSpec) (*inventory, error) {
 	f := find.NewFinder(s.Client).SetDatacenter(dc)
-	inv := &inventory{}
+	inv := &inventory{at: time.Now()}
 	tmpl, err := f.VirtualMachine(ctx, spec.Template)
 	if err != nil {
 		return nil, notFound(err, "template %s", spec.Template)

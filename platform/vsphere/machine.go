@@ -74,6 +74,16 @@ func InstanceUUID(namespace, name string) string {
 // reports the VM's state. It never waits for a task to finish.
 func (s *Session) Reconcile(ctx context.Context, m Machine) (State, error) {
 	m.lostClone = !m.Provisioned && m.Op.IsZero()
+	if !m.Provisioned && m.Op.Type == infrav1.MachineOperationWaitForCreate {
+		// A clone that may have been this machine's, but may be another
+		// machine's: how it ended is not this machine's to report. Once
+		// it ended, the machine's VM is looked for by instance UUID.
+		st, _, err := s.taskResult(ctx, m.Op)
+		if err == nil && !st.Op.IsZero() {
+			return st, nil
+		}
+		m.Op = infrav1.MachineOperation{}
+	}
 	if !m.Provisioned && m.Op.Type == infrav1.MachineOperationCreate {
 		// The clone's own task says whether it ended, and which VM it
 		// made: no search by instance UUID, and no look at a VM vCenter
@@ -155,9 +165,8 @@ func (s *Session) reconcile(ctx context.Context, m Machine) (State, error) {
 }
 
 // afterNameTaken goes on from a clone that found its name taken: to the
-// machine's VM when there is one (its own earlier clone made it), to a
-// running clone that may be its own, or else fails with the clone's error
-// (another VM has the name), without cloning again.
+// machine's VM when there is one (its own earlier clone made it), and
+// otherwise as nameTaken says, without cloning again.
 func (s *Session) afterNameTaken(ctx context.Context, m Machine, cloneErr error) (State, error) {
 	dc, err := s.datacenter(ctx, m.Datacenter)
 	if err != nil {
@@ -170,8 +179,9 @@ func (s *Session) afterNameTaken(ctx context.Context, m Machine, cloneErr error)
 	if vm != nil {
 		return s.observe(ctx, vm, m)
 	}
-	if st, waiting, err := s.waitForLostClone(ctx, m); waiting || err != nil {
-		return st, err
+	inv, err := s.inventory(ctx, dc, m.Spec)
+	if err != nil {
+		return State{}, err
 	}
-	return State{}, fmt.Errorf("cloning template %s: %w", m.Spec.Template, cloneErr)
+	return s.nameTaken(ctx, dc, inv, m, fmt.Errorf("cloning template %s: %w", m.Spec.Template, cloneErr))
 }

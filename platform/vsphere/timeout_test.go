@@ -20,6 +20,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/platform"
 	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 )
 
@@ -381,5 +382,129 @@ func TestUnreachable(t *testing.T) {
 		if got := unreachable(tt.err); got != tt.want {
 			t.Errorf("%s (%v): unreachable %v, want %v", tt.name, tt.err, got, tt.want)
 		}
+	}
+}
+
+// TestNameTakenByAnotherVMFailsAtOnce: a VM that is not the machine's
+// holds its name in the folder. The machine's clone is refused for it, and
+// the machine fails at once, naming that VM, even while clones of its
+// template for other machines run: it neither waits for them nor clones
+// again.
+func TestNameTakenByAnotherVMFailsAtOnce(t *testing.T) {
+	ctx := t.Context()
+	v, _, s, calls := countedSession(t)
+	if err := v.CloneVM(ctx, "/DC0/vm/DC0_H0_VM0", "/DC0/vm", "taken"); err != nil {
+		t.Fatal(err)
+	}
+	slowClones(t)
+	other := machine("other")
+	if st, err := s.Reconcile(ctx, other); err != nil || st.Op.Type != infrav1.MachineOperationCreate {
+		t.Fatalf("another machine's clone: %+v, %v", st, err)
+	}
+	calls.reset()
+	m := machine("taken")
+	var err error
+	for range 200 {
+		var st State
+		st, err = s.Reconcile(ctx, m)
+		if err != nil {
+			break
+		}
+		m.Op = st.Op
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !errors.Is(err, platform.ErrOperationFailed) || !strings.Contains(err.Error(), "has the name taken and instance UUID") {
+		t.Fatalf("want OperationFailed naming the VM that has the name, got %v", err)
+	}
+	if n := calls.reset()["CloneVM_Task"]; n != 1 {
+		t.Errorf("%d clones asked for a machine whose name another VM has, want 1", n)
+	}
+}
+
+// TestWaitedForCloneThatFailedIsNotTheMachines: a machine that waited for
+// a clone that might have been its own (WaitForCreate) goes on when that
+// clone fails, without taking its error for its own: it clones.
+func TestWaitedForCloneThatFailedIsNotTheMachines(t *testing.T) {
+	ctx := t.Context()
+	v, _, s, _ := countedSession(t)
+	if err := v.CloneVM(ctx, "/DC0/vm/DC0_H0_VM0", "/DC0/vm", "dup"); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := find.NewFinder(s.Client).VirtualMachine(ctx, "/DC0/vm/DC0_H0_VM0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	folders, err := mustDC(ctx, t, s).Folders(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed, err := tmpl.Clone(ctx, folders.VmFolder, "dup", types.VirtualMachineCloneSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := failed.Wait(ctx); err == nil {
+		t.Fatal("a second clone to a taken name succeeded")
+	}
+	m := machine("victim")
+	m.Op = infrav1.MachineOperation{Type: infrav1.MachineOperationWaitForCreate, ID: failed.Reference().Value}
+	st, err := s.Reconcile(ctx, m)
+	if err != nil {
+		t.Fatalf("a machine whose waited-for clone failed: %v", err)
+	}
+	if st.Op.Type != infrav1.MachineOperationCreate {
+		t.Errorf("a machine with no VM after the clone it waited for: %+v, want its own clone", st)
+	}
+}
+
+// slowCalls delays every call after it is switched on.
+type slowCalls struct {
+	soap.RoundTripper
+	on    *atomic.Bool
+	delay time.Duration
+}
+
+func (c slowCalls) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
+	if c.on.Load() {
+		time.Sleep(c.delay)
+	}
+	return c.RoundTripper.RoundTrip(ctx, req, res)
+}
+
+// TestSharedLookupIsNotTheFirstCallers: reconciles that need the same
+// inventory lookup share one; the reconcile that started it ending (its
+// context cancelled) fails no other, and one whose own deadline comes
+// first stops waiting then.
+func TestSharedLookupIsNotTheFirstCallers(t *testing.T) {
+	ctx := t.Context()
+	_, creds := vcsim(t)
+	on := new(atomic.Bool)
+	sessions := NewSessions()
+	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper {
+		return slowCalls{RoundTripper: rt, on: on, delay: 300 * time.Millisecond}
+	}
+	s, err := sessions.Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on.Store(true)
+	first, cancel := context.WithCancel(ctx)
+	firstErr := make(chan error, 1)
+	go func() {
+		_, err := s.datacenter(first, "DC0")
+		firstErr <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancelShort()
+	start := time.Now()
+	if _, err := s.datacenter(short, "DC0"); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 250*time.Millisecond {
+		t.Errorf("a waiter with a 100ms deadline returned after %s with %v", time.Since(start), err)
+	}
+	cancel()
+	if err := <-firstErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("the first caller, cancelled: %v", err)
+	}
+	if dc, err := s.datacenter(ctx, "DC0"); err != nil || dc == nil {
+		t.Errorf("a caller that shares the lookup the cancelled one started: %v", err)
 	}
 }
