@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -140,7 +141,9 @@ func startControllersPolling(t testing.TB, sessions *vsphere.Sessions, ns string
 		if !stopped {
 			stopped = true
 			if err := stopManager(); err != nil {
-				t.Errorf("the manager stopped with: %v", err)
+				// What still runs, to see which reconcile did not end.
+				buf := make([]byte, 4<<20)
+				t.Errorf("the manager stopped with: %v; goroutines:\n%s", err, buf[:runtime.Stack(buf, true)])
 			}
 		}
 	}
