@@ -61,6 +61,9 @@ func newImage(binary string, p platform, created time.Time) (v1.Image, error) {
 		OS:           p.os,
 		Architecture: p.arch,
 		Variant:      p.variant(),
+		// The config replaces empty.Image's, whose rootfs type the image
+		// spec requires; mutate.Append adds the layer's diff ID.
+		RootFS: v1.RootFS{Type: "layers"},
 		Config: v1.Config{
 			Entrypoint: []string{binaryPath},
 			User:       nonRoot,

@@ -113,6 +113,9 @@ func checkImage(t *testing.T, img v1.Image, want platform, inIndex v1.Platform, 
 	if cfg.Config.User != "65532:65532" {
 		t.Errorf("user %q, want 65532:65532 (numeric, non-root)", cfg.Config.User)
 	}
+	if cfg.RootFS.Type != "layers" || len(cfg.RootFS.DiffIDs) != 1 {
+		t.Errorf("rootfs %+v, want type layers and one diff ID", cfg.RootFS)
+	}
 	if !cfg.Created.Equal(created) {
 		t.Errorf("created %s, want the source date %s", cfg.Created, created)
 	}
