@@ -431,11 +431,12 @@ func (r *Reconciler) payloadInput(ctx context.Context, config *bootstrapv1.Windo
 }
 
 // ensureDataSecretController makes the config the data Secret's controller
-// again when the Secret lost its owner references (a restore from a backup
-// that drops them): without it the Secret would outlive its config and
-// `clusterctl move` would leave it behind.
+// again when the Secret lost its controller reference (a restore from a
+// backup that drops owner references): without it the Secret would outlive
+// its config and `clusterctl move` would leave it behind. A Secret of the
+// name that something else controls is not the config's to take.
 func (r *Reconciler) ensureDataSecretController(ctx context.Context, config *bootstrapv1.WindowsKubeadmConfig, data *corev1.Secret) error {
-	if metav1.IsControlledBy(data, config) {
+	if metav1.GetControllerOf(data) != nil {
 		return nil
 	}
 	patch := client.MergeFrom(data.DeepCopy())
