@@ -11,9 +11,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -134,9 +134,10 @@ func TestClusterctlMove(t *testing.T) {
 
 // clusterctlInit leaves on sm's management cluster what `clusterctl init`
 // leaves that `clusterctl move` reads: the clusterctl label on every CRD
-// (move discovers the kinds it moves by it) and the provider inventory
-// (move checks that the target has the source's providers). It writes a
-// kubeconfig for the management API server into dir and returns it.
+// (sim's LabelAsClusterctl: move discovers the kinds it moves by it) and
+// the providers in the inventory (move checks that the target has the
+// source's). It writes a kubeconfig for the management API server into
+// dir and returns it.
 func clusterctlInit(t testing.TB, sm *sim.Sim, dir, name string) clusterctl.Kubeconfig {
 	t.Helper()
 	g := NewWithT(t)
@@ -146,32 +147,8 @@ func clusterctlInit(t testing.TB, sm *sim.Sim, dir, name string) clusterctl.Kube
 	kc := clusterctl.Kubeconfig{Path: filepath.Join(dir, name+".kubeconfig"), Context: name}
 	g.Expect(os.WriteFile(kc.Path, data, 0o600)).To(Succeed())
 
+	g.Expect(sm.LabelAsClusterctl(ctx)).To(Succeed())
 	c := sm.Management.Client
-	crds := &apiextensionsv1.CustomResourceDefinitionList{}
-	g.Expect(c.List(ctx, crds)).To(Succeed())
-	for i := range crds.Items {
-		crd := &crds.Items[i]
-		provider := "cluster-api"
-		switch crd.Spec.Group {
-		case infrav1.GroupVersion.Group:
-			if !strings.HasPrefix(crd.Name, "hybrid") {
-				continue // Cluster API's test infrastructure, not installed
-			}
-			provider = "infrastructure-capwin"
-		case "bootstrap.cluster.x-k8s.io":
-			provider = "bootstrap-kubeadm"
-			if strings.HasPrefix(crd.Name, "windows") {
-				provider = "bootstrap-capwin"
-			}
-		case "controlplane.cluster.x-k8s.io":
-			provider = "control-plane-kubeadm"
-		}
-		patch := client.MergeFrom(crd.DeepCopy())
-		metav1.SetMetaDataLabel(&crd.ObjectMeta, clusterctlv1.ClusterctlLabel, "")
-		metav1.SetMetaDataLabel(&crd.ObjectMeta, clusterv1.ProviderNameLabel, provider)
-		g.Expect(c.Patch(ctx, crd, patch)).To(Succeed())
-	}
-
 	cfg, err := clusterctlconfig.New(ctx, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	inventory := clusterctlcluster.New(clusterctlcluster.Kubeconfig{Path: kc.Path, Context: kc.Context}, cfg).ProviderInventory()
@@ -194,6 +171,17 @@ func clusterctlInit(t testing.TB, sm *sim.Sim, dir, name string) clusterctl.Kube
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.namespace}}
 		g.Expect(client.IgnoreAlreadyExists(c.Create(ctx, ns))).To(Succeed())
 		g.Expect(inventory.Create(ctx, provider)).To(Succeed())
+		// The simulation's management cluster is the later tests' too:
+		// its inventory holds no provider (LabelAsClusterctl).
+		t.Cleanup(func() {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(clusterctlv1.GroupVersion.WithKind("Provider"))
+			u.SetNamespace(provider.Namespace)
+			u.SetName(provider.Name)
+			if err := client.IgnoreNotFound(c.Delete(context.WithoutCancel(ctx), u)); err != nil {
+				t.Errorf("deleting the inventory's Provider %s: %v", provider.Name, err)
+			}
+		})
 	}
 	return kc
 }
