@@ -61,7 +61,7 @@ func (w *HybridMachine) ValidateCreate(_ context.Context, m *infrav1.HybridMachi
 // ValidateUpdate checks a changed HybridMachine: its spec is immutable but
 // for providerID, which the controller sets once.
 func (w *HybridMachine) ValidateUpdate(_ context.Context, oldM, newM *infrav1.HybridMachine) (admission.Warnings, error) {
-	errs := validateHybridMachine(newM)
+	errs := admittedBefore(validateHybridMachine(newM), validateHybridMachine(oldM))
 	spec := field.NewPath("spec")
 	if oldM.Spec.ProviderID != "" && newM.Spec.ProviderID != oldM.Spec.ProviderID {
 		errs = append(errs, field.Forbidden(spec.Child("providerID"), "field is immutable once set"))

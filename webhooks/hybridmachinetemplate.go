@@ -46,7 +46,8 @@ func (w *HybridMachineTemplate) ValidateCreate(_ context.Context, t *infrav1.Hyb
 // ValidateUpdate keeps spec.template.spec immutable, except in the
 // server-side-apply dry runs of Cluster API's topology controller.
 func (w *HybridMachineTemplate) ValidateUpdate(ctx context.Context, oldT, newT *infrav1.HybridMachineTemplate) (admission.Warnings, error) {
-	return nil, validateTemplateUpdate(ctx, newT, validateHybridMachineTemplate(newT), oldT.Spec.Template.Spec, newT.Spec.Template.Spec)
+	errs := admittedBefore(validateHybridMachineTemplate(newT), validateHybridMachineTemplate(oldT))
+	return nil, validateTemplateUpdate(ctx, newT, errs, oldT.Spec.Template.Spec, newT.Spec.Template.Spec)
 }
 
 // ValidateDelete allows every deletion.

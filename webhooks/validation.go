@@ -52,6 +52,29 @@ func validateThumbprint(value string, path *field.Path) *field.Error {
 }
 
 // immutable returns a Forbidden error for path when old and new differ.
+// admittedBefore drops from errs, an updated object's, the errors its old
+// version has too: an object admitted before a rule was added (or
+// tightened) keeps getting its metadata updated (finalizers, owner
+// references, labels: its deletion, clusterctl move), and only what the
+// update changes is checked against the rules of today.
+func admittedBefore(errs, old field.ErrorList) field.ErrorList {
+	had := map[string]bool{}
+	for _, e := range old {
+		had[errorKey(e)] = true
+	}
+	var out field.ErrorList
+	for _, e := range errs {
+		if !had[errorKey(e)] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func errorKey(e *field.Error) string {
+	return fmt.Sprintf("%s\x00%s\x00%v\x00%s", e.Type, e.Field, e.BadValue, e.Detail)
+}
+
 func immutable(oldValue, newValue any, path *field.Path) field.ErrorList {
 	if reflect.DeepEqual(oldValue, newValue) {
 		return nil

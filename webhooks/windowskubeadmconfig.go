@@ -62,7 +62,11 @@ func (w *WindowsKubeadmConfig) ValidateUpdate(ctx context.Context, oldC, newC *b
 	if err != nil {
 		return nil, err
 	}
-	errs = validation.RatchetUpdate(errs, &oldC.Spec, field.NewPath("spec"))
+	had, err := w.validate(ctx, oldC)
+	if err != nil {
+		return nil, err
+	}
+	errs = validation.RatchetUpdate(admittedBefore(errs, had), &oldC.Spec, field.NewPath("spec"))
 	errs = append(errs, immutable(oldC.Spec, newC.Spec, field.NewPath("spec"))...)
 	return nil, invalid(newC, errs)
 }

@@ -44,7 +44,8 @@ func (w *WindowsKubeadmConfigTemplate) ValidateCreate(_ context.Context, t *boot
 // refusal the template was created before (Hyper-V isolation) does not
 // block its updates.
 func (w *WindowsKubeadmConfigTemplate) ValidateUpdate(ctx context.Context, oldT, newT *bootstrapv1.WindowsKubeadmConfigTemplate) (admission.Warnings, error) {
-	errs := validation.RatchetUpdate(validation.ValidateConfigTemplate(newT), &oldT.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
+	errs := admittedBefore(validation.ValidateConfigTemplate(newT), validation.ValidateConfigTemplate(oldT))
+	errs = validation.RatchetUpdate(errs, &oldT.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
 	return nil, validateTemplateUpdate(ctx, newT, errs, oldT.Spec.Template.Spec, newT.Spec.Template.Spec)
 }
 
