@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
 	"github.com/capwin/capwin/node-components/discovery"
@@ -35,7 +36,6 @@ func TestTokenOfUnwrittenDataIsDeleted(t *testing.T) {
 		block func(t *testing.T, w *world) (unblock func())
 	}{
 		{"an admission policy denies it", "win1-md-0-denied", denyBootstrapData},
-		{"a Secret of its name has another controller", "win1-md-0-taken", takeDataSecretName},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -62,6 +62,37 @@ func TestTokenOfUnwrittenDataIsDeleted(t *testing.T) {
 			g.Expect(logs.String()).NotTo(ContainSubstring(secretHalf))
 		})
 	}
+}
+
+// TestDataSecretOfAnotherControllerIsNotTaken: a Secret of the config's
+// name that another object controls is neither reported as the config's
+// data (Cluster API would hand it to a VM) nor written over, and no token
+// is made for it; the condition names it. Once it is gone, the config's
+// own data is written.
+func TestDataSecretOfAnotherControllerIsNotTaken(t *testing.T) {
+	g := NewWithT(t)
+	const machine = "win1-md-0-taken"
+	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, false, func(w *world) { w.machine.Name = machine })
+	unblock := takeDataSecretName(t, w)
+	w.setClusterStatus(t, true)
+	g.Eventually(func(g Gomega) {
+		w.poke(t)
+		c := w.getConfig(g)
+		cond := conditions.Get(c, bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Reason).To(Equal(bootstrapv1.WindowsKubeadmConfigDataSecretConflictReason))
+		g.Expect(cond.Message).To(ContainSubstring("is controlled by KubeadmConfig"))
+	}, eventually, 500*time.Millisecond).Should(Succeed())
+	c := w.getConfig(g)
+	g.Expect(c.Status.DataSecretName).To(BeEmpty())
+	g.Expect(ptr.Deref(c.Status.Initialization.DataSecretCreated, false)).To(BeFalse())
+	g.Expect(tokensOf(g, discovery.ProgressGroup(machine))).To(BeEmpty(), "a token was made for a Secret that is not the config's")
+
+	unblock()
+	g.Eventually(func(g Gomega) {
+		w.poke(t)
+		g.Expect(metav1.IsControlledBy(w.dataSecret(g), w.getConfig(g))).To(BeTrue())
+	}, eventually, 500*time.Millisecond).Should(Succeed())
 }
 
 // failedWrites counts the reconciles of namespace ns's config that failed

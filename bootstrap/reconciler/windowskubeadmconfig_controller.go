@@ -167,6 +167,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, config *bootstrapv1.Wi
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: config.Namespace, Name: config.Name}, data)
 	switch {
 	case err == nil:
+		if c := metav1.GetControllerOf(data); c != nil && c.UID != config.UID {
+			// Another object's Secret is not this config's data: no name
+			// in status for Cluster API to hand a VM, and no token.
+			setDataSecretNotAvailable(config, bootstrapv1.WindowsKubeadmConfigDataSecretConflictReason,
+				fmt.Sprintf("Secret %s, where this config's bootstrap data goes, is controlled by %s %s: delete or rename it", data.Name, c.Kind, c.Name))
+			return ctrl.Result{RequeueAfter: time.Minute}, nil
+		}
 		if err := r.ensureDataSecretController(ctx, config, data); err != nil {
 			return ctrl.Result{}, err
 		}

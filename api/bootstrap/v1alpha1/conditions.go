@@ -29,6 +29,10 @@ const (
 	// WindowsKubeadmConfigPayloadTooLargeReason means the bootstrap data is over
 	// the platforms' limit of 65535 bytes, so no Secret is written.
 	WindowsKubeadmConfigPayloadTooLargeReason = "PayloadTooLarge"
+	// WindowsKubeadmConfigDataSecretConflictReason means a Secret of the
+	// config's name, where its bootstrap data goes, is controlled by another
+	// object; the message names it. Nothing is written until it is gone.
+	WindowsKubeadmConfigDataSecretConflictReason = "DataSecretConflict"
 	// WindowsKubeadmConfigDeletingReason means the config is being deleted.
 	WindowsKubeadmConfigDeletingReason = "Deleting"
 
