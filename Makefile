@@ -99,7 +99,7 @@ envtest-assets: ## Build kube-apiserver and etcd for envtest, and kubectl, into 
 	@hack/envtest-assets.sh
 
 kubectl: ## Print the path of the pinned kubectl (built with the envtest control plane, the Kubernetes version of its API server)
-	@echo "$$(hack/envtest-assets.sh)/kubectl"
+	@dir=$$(hack/envtest-assets.sh) && echo "$$dir/kubectl"
 
 ##@ Testing
 

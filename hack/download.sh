@@ -19,7 +19,8 @@ shift
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 start=$SECONDS
-if ! (cd "$dir" && "${GO:-go}" list -deps "${test[@]}" "$@" >/dev/null 2>"$log"); then
+# ${test[@]+...}: an empty array is unset to bash before 4.4 under set -u.
+if ! (cd "$dir" && "${GO:-go}" list -deps ${test[@]+"${test[@]}"} "$@" >/dev/null 2>"$log"); then
   cat "$log" >&2
   exit 1
 fi

@@ -220,7 +220,9 @@ var kubeProxyFlags = component{
 
 // validateExtraArgs checks the extra flags of one component. Flag names are
 // case-sensitive, so one in another case is unknown to the program; and two
-// entries naming one flag (--max-pods and max_pods) leave only the last.
+// entries naming one flag (--max-pods and max_pods) are refused, as
+// Cluster API refuses a name twice in its kubeletExtraArgs: a flag that
+// takes one value keeps only the last.
 func validateExtraArgs(args []bootstrapv1.Arg, c component, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]int{}
@@ -247,7 +249,7 @@ func validateExtraArgs(args []bootstrapv1.Arg, c component, path *field.Path) fi
 		}
 		if j, ok := seen[name]; ok {
 			e := field.Duplicate(p, a.Name)
-			e.Detail = fmt.Sprintf("names the flag --%s as %s[%d] does, and %s keeps only the last value: give it once", name, path.String(), j, c.name)
+			e.Detail = fmt.Sprintf("names the flag --%s as %s[%d] does: give it once (%s keeps only the last value of a flag that takes one)", name, path.String(), j, c.name)
 			errs = append(errs, e)
 			continue
 		}

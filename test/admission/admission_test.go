@@ -439,7 +439,7 @@ func TestBadInputRejected(t *testing.T) {
 			c := windowsConfig(ns)
 			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "max-pods", Value: ptr.To("50")}, {Name: "--max_pods", Value: ptr.To("60")}}
 			return c
-		}, "spec.nodeRegistration.kubeletExtraArgs[1].name", "kubelet keeps only the last value"},
+		}, "spec.nodeRegistration.kubeletExtraArgs[1].name", "give it once (kubelet keeps only the last value"},
 		{"kubelet flag name with a value in it", func(ns string) client.Object {
 			c := windowsConfig(ns)
 			c.Spec.NodeRegistration.KubeletExtraArgs = []bootstrapv1.Arg{{Name: "v=4", Value: ptr.To("")}}

@@ -2,6 +2,8 @@ package envtest
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -41,7 +43,11 @@ func Kubectl(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, "kubectl"), nil
+	kubectl := filepath.Join(dir, "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		return "", fmt.Errorf("no kubectl in %s (KUBEBUILDER_ASSETS names another directory than hack/envtest-assets.sh builds?): %w", dir, err)
+	}
+	return kubectl, nil
 }
 
 // ModuleDir returns the module cache directory of module at version
