@@ -523,8 +523,8 @@ func TestOneClonePerMachineWhileMachinesChange(t *testing.T) {
 }
 
 // TestTaskFailure: a clone task that fails (its VM name is taken by a VM
-// capwin did not make) is reported with vCenter's reason and retried, and
-// the other VM is left alone.
+// capwin did not make) is reported, naming that VM, and retried by looking
+// at the name, not by cloning again; the other VM is left alone.
 func TestTaskFailure(t *testing.T) {
 	g := NewWithT(t)
 	v := vspheresim.StartT(t)
@@ -537,9 +537,14 @@ func TestTaskFailure(t *testing.T) {
 		c := conditions.Get(hm, infrav1.HybridMachineVMProvisionedCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(infrav1.HybridMachineOperationFailedReason))
-		g.Expect(c.Message).To(ContainSubstring("DuplicateName"))
+		g.Expect(c.Message).To(ContainSubstring("has the name taken and instance UUID"))
 	}, eventually).Should(Succeed())
 	g.Expect(vmsNamed(t, v, func(n string) bool { return n == "taken" })).To(Equal(1), "the VM capwin did not make is untouched")
+	// Retried by reading the name, not by cloning again and again.
+	time.Sleep(3 * time.Second)
+	asked, err := v.CloneRequests(t.Context())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(asked["taken"]).To(BeNumerically("<=", 2), "clones asked for a name another VM has")
 }
 
 // TestDeleteMidClone: a machine deleted while its clone runs leaves no VM.

@@ -63,6 +63,22 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 		}
 		spec.Snapshot = inv.snapshot
 	}
+	if _, taken := s.cache.Load(takenKey(inv, m)); taken {
+		// Another VM had the name: while it still has, the clone is not
+		// asked for again (it would be refused again), so the machine's
+		// retries read the name instead.
+		ref, other, err := s.nameHolder(ctx, inv, m)
+		switch {
+		case err != nil:
+			return State{}, err
+		case other != "":
+			return State{}, fmt.Errorf("%w (%w): VM %s in the folder has the name %s and instance UUID %s, not this machine's", platform.ErrOperationFailed, errNameTaken, ref.Value, m.Name, other)
+		case ref != nil:
+			s.cache.Delete(takenKey(inv, m))
+			return s.observe(ctx, object.NewVirtualMachine(s.Client, *ref), m)
+		}
+		s.cache.Delete(takenKey(inv, m))
+	}
 	template := object.NewVirtualMachine(s.Client, inv.template)
 	task, err := template.Clone(ctx, object.NewFolder(s.Client, inv.folder), m.Name, spec)
 	if err != nil {
@@ -125,28 +141,57 @@ func deviceChanges(inv *inventory, spec *infrav1.VSphereMachineSpec) ([]types.Ba
 // vCenter lists no VM of that name yet, a clone to it still runs: one that
 // may be the machine's own is waited for (WaitForCreate).
 func (s *Session) nameTaken(ctx context.Context, dc *object.Datacenter, inv *inventory, m Machine, cloneErr error) (State, error) {
-	ref, err := object.NewSearchIndex(s.Client).FindChild(ctx, object.NewFolder(s.Client, inv.folder), m.Name)
+	ref, other, err := s.nameHolder(ctx, inv, m)
 	if err != nil {
-		return State{}, fmt.Errorf("looking up the VM named %s: %w", m.Name, err)
+		return State{}, err
 	}
-	if ref != nil && ref.Reference().Type == "VirtualMachine" {
-		var o mo.VirtualMachine
-		if err := s.read(ctx, ref.Reference(), []string{"config.instanceUuid"}, &o); err != nil {
-			return State{}, fmt.Errorf("reading the VM named %s: %w", m.Name, err)
-		}
-		uuid := InstanceUUID(m.Namespace, m.Name)
-		if o.Config != nil && o.Config.InstanceUuid == uuid {
-			s.cache.Store("vm/"+uuid, ref.Reference())
-			return s.observe(ctx, object.NewVirtualMachine(s.Client, ref.Reference()), m)
-		}
-		if o.Config != nil && o.Config.InstanceUuid != "" {
-			return State{}, fmt.Errorf("%w (%w): VM %s in the folder has the name %s and instance UUID %s, not this machine's", platform.ErrOperationFailed, errNameTaken, ref.Reference().Value, m.Name, o.Config.InstanceUuid)
-		}
+	if other != "" {
+		// Cloning again would be refused the same way: the next clone of
+		// the machine looks at the name first (clone).
+		s.cache.Store(takenKey(inv, m), true)
+		return State{}, fmt.Errorf("%w (%w): VM %s in the folder has the name %s and instance UUID %s, not this machine's (%w)", platform.ErrOperationFailed, errNameTaken, ref.Value, m.Name, other, cloneErr)
+	}
+	if ref != nil {
+		return s.observe(ctx, object.NewVirtualMachine(s.Client, *ref), m)
 	}
 	if st, waiting, err := s.waitForLostClone(ctx, m); waiting || err != nil {
 		return st, err
 	}
 	return State{}, fmt.Errorf("%w: %w; no clone to that name runs", platform.ErrOperationFailed, cloneErr)
+}
+
+// nameHolder looks at the VM of the machine's name in its folder: it
+// returns its reference when it is the machine's (its instance UUID; it is
+// then remembered as the machine's VM), or the instance UUID of another
+// VM's; nothing when vCenter lists none (or one not complete yet).
+func (s *Session) nameHolder(ctx context.Context, inv *inventory, m Machine) (*types.ManagedObjectReference, string, error) {
+	found, err := object.NewSearchIndex(s.Client).FindChild(ctx, object.NewFolder(s.Client, inv.folder), m.Name)
+	if err != nil {
+		return nil, "", fmt.Errorf("looking up the VM named %s: %w", m.Name, err)
+	}
+	if found == nil || found.Reference().Type != "VirtualMachine" {
+		return nil, "", nil
+	}
+	ref := found.Reference()
+	var o mo.VirtualMachine
+	if err := s.read(ctx, ref, []string{"config.instanceUuid"}, &o); err != nil {
+		return nil, "", fmt.Errorf("reading the VM named %s: %w", m.Name, err)
+	}
+	uuid := InstanceUUID(m.Namespace, m.Name)
+	switch {
+	case o.Config == nil || o.Config.InstanceUuid == "":
+		return nil, "", nil
+	case o.Config.InstanceUuid == uuid:
+		s.cache.Store("vm/"+uuid, ref)
+		return &ref, "", nil
+	}
+	return &ref, o.Config.InstanceUuid, nil
+}
+
+// takenKey names, in the session's cache, a machine's name found held by
+// another VM in the machine's folder.
+func takenKey(inv *inventory, m Machine) string {
+	return "taken/" + inv.folder.Value + "/" + m.Name
 }
 
 // waitForLostClone returns, as an operation to wait for (WaitForCreate), a

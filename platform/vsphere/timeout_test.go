@@ -416,6 +416,14 @@ func TestNameTakenByAnotherVMFailsAtOnce(t *testing.T) {
 	if !errors.Is(err, platform.ErrOperationFailed) || !strings.Contains(err.Error(), "has the name taken and instance UUID") {
 		t.Fatalf("want OperationFailed naming the VM that has the name, got %v", err)
 	}
+	// The controller's retries (the operation cleared) read the name
+	// instead of cloning again while the other VM has it.
+	for range 3 {
+		m.Op = infrav1.MachineOperation{}
+		if _, err := s.Reconcile(ctx, m); !errors.Is(err, platform.ErrOperationFailed) {
+			t.Fatalf("a retry: %v", err)
+		}
+	}
 	if n := calls.reset()["CloneVM_Task"]; n != 1 {
 		t.Errorf("%d clones asked for a machine whose name another VM has, want 1", n)
 	}
