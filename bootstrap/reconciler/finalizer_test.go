@@ -50,11 +50,7 @@ func TestLegacyFinalizerIsMigrated(t *testing.T) {
 func TestDeletedBeforeMigrationRevokesToken(t *testing.T) {
 	g := NewWithT(t)
 	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, true)
-	var id string
-	g.Eventually(func(g Gomega) {
-		id = w.dataSecret(g).Annotations[bootstrapv1.TokenIDAnnotation]
-		g.Expect(id).NotTo(BeEmpty())
-	}, eventually).Should(Succeed())
+	id := w.tokenID(g)
 	workloadToken(g, id)
 
 	// The reconciler of this package's tests runs throughout; it waits on

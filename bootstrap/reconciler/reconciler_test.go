@@ -284,6 +284,17 @@ func (w *world) dataSecret(g Gomega) *corev1.Secret {
 	return s
 }
 
+// tokenID waits for the data Secret and returns the ID of the token it
+// names.
+func (w *world) tokenID(g Gomega) string {
+	var id string
+	g.Eventually(func(g Gomega) {
+		id = w.dataSecret(g).Annotations[bootstrapv1.TokenIDAnnotation]
+		g.Expect(id).NotTo(BeEmpty())
+	}, eventually).Should(Succeed())
+	return id
+}
+
 // nodeConfig decodes the node configuration out of the data Secret's script.
 func nodeConfig(g Gomega, s *corev1.Secret) *nodeconfig.Config {
 	m := regexp.MustCompile(`(?m)^\$NodeConfig = '([A-Za-z0-9+/=]+)'$`).FindSubmatch(s.Data["value"])
@@ -392,11 +403,7 @@ func TestStandaloneControlPlaneMachines(t *testing.T) {
 func TestTokenRefreshedUntilNodeJoins(t *testing.T) {
 	g := NewWithT(t)
 	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, true)
-	var id string
-	g.Eventually(func(g Gomega) {
-		id = w.dataSecret(g).Annotations[bootstrapv1.TokenIDAnnotation]
-		g.Expect(id).NotTo(BeEmpty())
-	}, eventually).Should(Succeed())
+	id := w.tokenID(g)
 	first := expiration(g, workloadToken(g, id))
 
 	// Half the lifetime passes with the VM still booting: refreshed.
@@ -427,11 +434,7 @@ func TestTokenRefreshedUntilNodeJoins(t *testing.T) {
 func TestMissingTokenIsReplaced(t *testing.T) {
 	g := NewWithT(t)
 	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, true)
-	var id string
-	g.Eventually(func(g Gomega) {
-		id = w.dataSecret(g).Annotations[bootstrapv1.TokenIDAnnotation]
-		g.Expect(id).NotTo(BeEmpty())
-	}, eventually).Should(Succeed())
+	id := w.tokenID(g)
 	g.Expect(workload.Client.Delete(t.Context(), workloadToken(g, id))).To(Succeed())
 	w.poke(t)
 	g.Eventually(func(g Gomega) {
