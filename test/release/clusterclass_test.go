@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,6 +17,7 @@ import (
 	coreadmission "sigs.k8s.io/cluster-api/core/webhooks/admission"
 	"sigs.k8s.io/cluster-api/feature"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 )
 
 // otherValues are values other than the flavors' defaults for the
@@ -164,6 +166,25 @@ func checkClusterAPIAdmitsTopology(t *testing.T, namespace string, applied []*un
 		g.Expect(webhook.Default(ctx, cluster)).To(MatchError(ContainSubstring(v.Name)), "a Cluster without the required variable %s is refused", v.Name)
 		break
 	}
+	// A value that is not of a variable's format is refused, naming the
+	// variable.
+	for _, v := range created.Spec.Variables {
+		if v.Schema.OpenAPIV3Schema.Format == "" {
+			continue
+		}
+		cluster := &clusterv1.Cluster{}
+		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(clusterOf(applied).Object, cluster)).To(Succeed())
+		for i := range cluster.Spec.Topology.Variables {
+			if cluster.Spec.Topology.Variables[i].Name == v.Name {
+				cluster.Spec.Topology.Variables[i].Value = apiextensionsv1.JSON{Raw: []byte(`"vip.example.com"`)}
+			}
+		}
+		err := webhook.Default(ctx, cluster)
+		if err == nil {
+			_, err = webhook.ValidateCreate(ctx, cluster)
+		}
+		g.Expect(err).To(MatchError(ContainSubstring(v.Name)), "a Cluster whose %s is not of the format %s is refused", v.Name, v.Schema.OpenAPIV3Schema.Format)
+	}
 }
 
 // yamlMisread are strings that YAML reads as something else (a boolean, a
@@ -225,10 +246,19 @@ func checkPatchTemplatesQuote(t *testing.T, objs []*unstructured.Unstructured) {
 	g.Expect(checked).NotTo(BeZero(), "the ClusterClass's templates read variables")
 }
 
-// stringLeaves returns the strings in a decoded YAML value.
+// stringLeaves returns the strings in a decoded YAML value, and those of
+// a string that is itself a YAML mapping or list (a manifest in a file's
+// content), which whoever reads that file decodes in turn.
 func stringLeaves(v any) []string {
 	switch v := v.(type) {
 	case string:
+		var doc any
+		if err := yaml.Unmarshal([]byte(v), &doc); err == nil {
+			switch doc.(type) {
+			case map[string]any, []any:
+				return append([]string{v}, stringLeaves(doc)...)
+			}
+		}
 		return []string{v}
 	case map[string]any:
 		var out []string

@@ -152,16 +152,13 @@ func TestGenerateClusterFlavors(t *testing.T) {
 			variant := appliedWith(objs, generate("win5", otherValues))
 			if classOf(objs) != nil {
 				t.Run("Cluster API admits the topology", func(t *testing.T) {
-					skipRefusedTopology(t, flavor)
 					checkClusterAPIAdmitsTopology(t, ns.Name, objs, variant)
 				})
 				t.Run("the class's patch templates quote what they print", func(t *testing.T) {
-					skipRefusedTopology(t, flavor)
 					checkPatchTemplatesQuote(t, objs)
 				})
 			}
 			t.Run("the cluster's templates are admitted", func(t *testing.T) {
-				skipRefusedTopology(t, flavor)
 				checkTopologyAdmitted(t, objs)
 				checkTopologyAdmitted(t, variant)
 			})
@@ -213,25 +210,6 @@ func TestGenerateClusterFlavors(t *testing.T) {
 				g.Expect(err).NotTo(HaveOccurred(), "add-on %s %s", o.GetKind(), o.GetName())
 			}
 		})
-	}
-}
-
-// refusedTopologies are the ClusterClass flavors that the checks of a
-// cluster's topology (Cluster API's admission of the class and the
-// Cluster, capwin's admission of the cluster's templates, the quoting of
-// the class's patch templates) find fault with today, and what they find.
-// Those checks are skipped for them.
-var refusedTopologies = map[string]string{
-	"clusterclass-vsphere-windows": "Cluster API refuses the ClusterClass: its controlPlaneEndpoint patch replaces " +
-		"kubeadmConfigSpec/files/0/content, a list element; capwin refuses the cluster's Windows templates for a windowsRelease " +
-		"other than ltsc2022 (the class template's defaulted windowsBuild stays) and for windowsCNIMode l2bridge (its defaulted " +
-		"VXLAN VNI and port stay); its controlPlaneEndpoint patch prints controlPlaneEndpointIP between plain double quotes",
-}
-
-func skipRefusedTopology(t *testing.T, flavor string) {
-	t.Helper()
-	if why, ok := refusedTopologies[flavor]; ok {
-		t.Skip(why)
 	}
 }
 
