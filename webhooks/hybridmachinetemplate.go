@@ -32,10 +32,26 @@ var (
 	_ admission.Validator[*infrav1.HybridMachineTemplate] = &HybridMachineTemplate{}
 )
 
-// Default fills in the template's machine spec as HybridMachine does.
-func (w *HybridMachineTemplate) Default(_ context.Context, t *infrav1.HybridMachineTemplate) error {
-	defaultMachineSpec(&t.Spec.Template.Spec)
+// Default fills in the template's machine spec as HybridMachine does. In
+// the server-side-apply dry runs of Cluster API's topology controller, the
+// Windows build is derived again from the release: the build this webhook
+// defaulted earlier is owned by no field manager, so the topology's apply
+// of a new release leaves it in place, and the template would be refused
+// instead of rotated.
+func (w *HybridMachineTemplate) Default(ctx context.Context, t *infrav1.HybridMachineTemplate) error {
+	s := &t.Spec.Template.Spec
+	if _, known := s.OS.WindowsRelease.Build(); known && isTopologyDryRun(ctx, t) {
+		s.OS.WindowsBuild = ""
+	}
+	defaultMachineSpec(s)
 	return nil
+}
+
+// isTopologyDryRun is whether the admission request in ctx is a
+// server-side-apply dry run of Cluster API's topology controller on obj.
+func isTopologyDryRun(ctx context.Context, obj client.Object) bool {
+	req, err := admission.RequestFromContext(ctx)
+	return err == nil && topology.IsDryRunRequest(req, obj)
 }
 
 // ValidateCreate checks a new template.

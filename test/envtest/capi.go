@@ -11,28 +11,49 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	addonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1" //nolint:staticcheck // Cluster API's conversion webhooks need it
-	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"  //nolint:staticcheck // Cluster API's conversion webhooks need it
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2" //nolint:staticcheck // Cluster API's conversion webhooks need it
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/core/reconcilers/cluster"
+	"sigs.k8s.io/cluster-api/core/reconcilers/clusterclass"
 	"sigs.k8s.io/cluster-api/core/reconcilers/clusterresourceset"
 	"sigs.k8s.io/cluster-api/core/reconcilers/clusterresourcesetbinding"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machine"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machinehealthcheck"
 	"sigs.k8s.io/cluster-api/core/reconcilers/machineset"
+	topologycluster "sigs.k8s.io/cluster-api/core/reconcilers/topology/cluster"
+	topologymachinedeployment "sigs.k8s.io/cluster-api/core/reconcilers/topology/machinedeployment"
+	topologymachineset "sigs.k8s.io/cluster-api/core/reconcilers/topology/machineset"
 	"sigs.k8s.io/cluster-api/core/setup"
 	coreadmission "sigs.k8s.io/cluster-api/core/webhooks/admission"
+	"sigs.k8s.io/cluster-api/feature"
 	"sigs.k8s.io/cluster-api/util/index"
 )
 
+// enableClusterTopology turns on Cluster API's ClusterTopology feature
+// gate, as `clusterctl init` does with CLUSTER_TOPOLOGY=true: the Cluster
+// webhook admits a Cluster with a topology only with it. The gate is the
+// process's, as in Cluster API's manager.
+func enableClusterTopology() error {
+	return feature.MutableGates.Set(string(feature.ClusterTopology) + "=true")
+}
+
 // SetupCoreReconcilers registers the real Cluster API core reconcilers
 // (Cluster, Machine, MachineSet, MachineDeployment, MachineHealthCheck,
-// ClusterResourceSet and its binding), the cache indexes they look
-// Machines up by, and the ClusterCache they reach workload clusters
-// through, as Cluster API's own manager does. capwin's reconcilers get the
-// returned ClusterCache.
+// ClusterResourceSet and its binding), with the ClusterTopology feature
+// gate on the ClusterClass and topology reconcilers (Cluster topology,
+// and the MachineDeployment and MachineSet ones that delete a topology's
+// templates), the cache indexes they look Machines up by, and the
+// ClusterCache they reach workload clusters through, as Cluster API's own
+// manager does. capwin's reconcilers get the returned ClusterCache.
 func SetupCoreReconcilers(ctx context.Context, mgr ctrl.Manager) (clustercache.ClusterCache, error) {
 	const name = "capwin-envtest-capi"
+	// The ClusterClass reconciler watches ExtensionConfigs, of Runtime
+	// SDK's API.
+	if err := errors.Join(enableClusterTopology(), runtimev1.AddToScheme(mgr.GetScheme())); err != nil {
+		return nil, err
+	}
 	// Without them the Machine controller cannot map a Node event to its
 	// Machine (by nodeRef name or provider ID) and a Machine waits for its
 	// next reconcile to find its Node.
@@ -84,6 +105,18 @@ func SetupCoreReconcilers(ctx context.Context, mgr ctrl.Manager) (clustercache.C
 		{"ClusterResourceSetBinding", func() error {
 			return (&clusterresourcesetbinding.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, opts)
 		}},
+		{"ClusterClass", func() error {
+			return (&clusterclass.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, opts)
+		}},
+		{"topology/cluster", func() error {
+			return (&topologycluster.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc}).SetupWithManager(ctx, mgr, opts)
+		}},
+		{"topology/machinedeployment", func() error {
+			return (&topologymachinedeployment.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(ctx, mgr, opts)
+		}},
+		{"topology/machineset", func() error {
+			return (&topologymachineset.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(ctx, mgr, opts)
+		}},
 	}
 	for _, s := range steps {
 		if err := s.setup(); err != nil {
@@ -112,18 +145,20 @@ func partialSecretCache(mgr ctrl.Manager) (ctrlcache.Cache, error) {
 }
 
 // SetupCoreWebhooks registers Cluster API core's admission webhooks for the
-// kinds a cluster of capwin is made of (Cluster, Machine, MachineSet,
-// MachineDeployment, MachineHealthCheck, ClusterResourceSet and its
-// binding: the defaulting and validation Cluster API's own manager serves)
+// kinds a cluster of capwin is made of (Cluster, ClusterClass, Machine,
+// MachineSet, MachineDeployment, MachineHealthCheck, ClusterResourceSet
+// and its binding: the defaulting and validation Cluster API's own manager
+// serves, with the ClusterTopology feature gate on)
 // with mgr's webhook server; the environment must have been started with
 // Options.CAPIWebhooks. Their conversion webhooks need the older API
 // versions, which are added to the manager's scheme.
 func SetupCoreWebhooks(mgr ctrl.Manager, cc clustercache.ClusterCache) error {
-	if err := errors.Join(clusterv1beta1.AddToScheme(mgr.GetScheme()), addonsv1beta1.AddToScheme(mgr.GetScheme())); err != nil {
+	if err := errors.Join(enableClusterTopology(), clusterv1beta1.AddToScheme(mgr.GetScheme()), addonsv1beta1.AddToScheme(mgr.GetScheme())); err != nil {
 		return err
 	}
 	return errors.Join(
 		(&coreadmission.Cluster{Client: mgr.GetClient(), ClusterCacheReader: cc}).SetupWebhookWithManager(mgr),
+		(&coreadmission.ClusterClass{Client: mgr.GetClient()}).SetupWebhookWithManager(mgr),
 		(&coreadmission.Machine{}).SetupWebhookWithManager(mgr),
 		(&coreadmission.MachineSet{}).SetupWebhookWithManager(mgr),
 		(&coreadmission.MachineDeployment{}).SetupWebhookWithManager(mgr),

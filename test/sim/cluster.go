@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -56,7 +57,13 @@ func DefaultTemplate(platform string) string {
 	if platform == "" {
 		platform = PlatformVSphere
 	}
-	return filepath.Join(envtest.RepoRoot(), "templates", "cluster-template-"+platform+"-windows.yaml")
+	return FlavorTemplate(platform + "-windows")
+}
+
+// FlavorTemplate is the file of the flavor of that name (what
+// `clusterctl generate cluster --flavor` names it).
+func FlavorTemplate(flavor string) string {
+	return filepath.Join(envtest.RepoRoot(), "templates", "cluster-template-"+flavor+".yaml")
 }
 
 // sshKey is the simulated clusters' SSH key: nothing logs in with it.
@@ -114,12 +121,47 @@ func (s *Sim) Variables(o ClusterOptions) map[string]string {
 }
 
 // Generate renders the flavor with clusterctl's own variable substitution,
-// as `clusterctl generate cluster` does, and returns its objects.
+// as `clusterctl generate cluster` does, and returns its objects. For a
+// Cluster with a topology, clusterctl adds the ClusterClass from the file
+// clusterclass-<class>.yaml next to the flavor, rendered alike, first;
+// so does Generate.
 func (s *Sim) Generate(o ClusterOptions) ([]*unstructured.Unstructured, error) {
 	path := o.Template
 	if path == "" {
 		path = DefaultTemplate(s.platform)
 	}
+	objs, err := s.render(path, o)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range objs {
+		class, ok, _ := unstructured.NestedString(obj.Object, "spec", "topology", "classRef", "name")
+		if obj.GetKind() != "Cluster" || !ok {
+			continue
+		}
+		classObjs, err := s.render(filepath.Join(filepath.Dir(path), "clusterclass-"+class+".yaml"), o)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range classObjs {
+			a := c.GetAnnotations()
+			if a == nil {
+				a = map[string]string{}
+			}
+			a[fromClassFile] = ""
+			c.SetAnnotations(a)
+		}
+		return append(classObjs, objs...), nil
+	}
+	return objs, nil
+}
+
+// fromClassFile marks, in what Generate returns, the objects of a
+// ClusterClass's file, which every cluster of the class shares: CreateCluster
+// leaves those that exist as they are, as clusterctl does.
+const fromClassFile = "sim.capwin.io/from-class-file"
+
+func (s *Sim) render(path string, o ClusterOptions) ([]*unstructured.Unstructured, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -138,8 +180,12 @@ func (s *Sim) Generate(o ClusterOptions) ([]*unstructured.Unstructured, error) {
 }
 
 // CreateCluster generates the flavor and applies it, with what stands in
-// for the KubeadmControlPlane (see ControlPlane), and returns the objects it
-// created.
+// for the KubeadmControlPlane, and returns the objects it created. For a
+// flavor without a ClusterClass that is a stand-alone control-plane Machine
+// (see controlPlane), made here; for a Cluster with a topology, Cluster
+// API's topology controller creates the KubeadmControlPlane from the class
+// and the simulation's stand-in for its controller
+// (playKubeadmControlPlanes) makes its machine.
 //
 // The workload cluster is the simulation's second API server: the cluster's
 // CA Secret holds that server's CA and its kubeconfig Secret reaches it, as
@@ -156,24 +202,38 @@ func (s *Sim) CreateCluster(ctx context.Context, o ClusterOptions) ([]*unstructu
 	}
 	var created []*unstructured.Unstructured
 	var cpTemplate, kcp *unstructured.Unstructured
+	topology := false
 	for _, obj := range objs {
 		switch obj.GetKind() {
 		case "KubeadmControlPlane":
 			kcp = obj
 			continue
 		case "Cluster":
+			_, topology, _ = unstructured.NestedMap(obj.Object, "spec", "topology")
 			unstructured.RemoveNestedField(obj.Object, "spec", "controlPlaneRef")
 		case "HybridMachineTemplate":
 			if obj.GetName() == o.Name+"-control-plane" {
 				cpTemplate = obj
 			}
 		}
+		if _, shared := obj.GetAnnotations()[fromClassFile]; shared {
+			annotations := obj.GetAnnotations()
+			delete(annotations, fromClassFile)
+			obj.SetAnnotations(annotations)
+			if err := c.Create(ctx, obj); apierrors.IsAlreadyExists(err) {
+				continue
+			} else if err != nil {
+				return created, fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
+			}
+			created = append(created, obj)
+			continue
+		}
 		if err := c.Create(ctx, obj); err != nil {
 			return created, fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 		created = append(created, obj)
 	}
-	if cpTemplate == nil || kcp == nil {
+	if !topology && (cpTemplate == nil || kcp == nil) {
 		return created, fmt.Errorf("the flavor has no KubeadmControlPlane or HybridMachineTemplate %s-control-plane", o.Name)
 	}
 	cluster := &clusterv1.Cluster{}
@@ -193,6 +253,9 @@ func (s *Sim) CreateCluster(ctx context.Context, o ClusterOptions) ([]*unstructu
 		if err := c.Create(ctx, sec); err != nil {
 			return created, fmt.Errorf("creating Secret %s: %w", sec.Name, err)
 		}
+	}
+	if topology {
+		return created, nil
 	}
 	if err := s.controlPlane(ctx, o, kcp, cpTemplate, owner); err != nil {
 		return created, err

@@ -121,20 +121,27 @@ func startVCenter() (*vspheresim.VCenter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := v.SetGuestID(context.Background(), "/DC0/vm/"+WindowsTemplate, windowsGuestID); err != nil {
-		v.Stop()
-		return nil, fmt.Errorf("marking the Windows template: %w", err)
+	for vm, guestID := range map[string]string{WindowsTemplate: windowsGuestID, Windows2025Template: windows2025GuestID} {
+		if err := v.SetGuestID(context.Background(), "/DC0/vm/"+vm, guestID); err != nil {
+			v.Stop()
+			return nil, fmt.Errorf("marking the Windows template %s: %w", vm, err)
+		}
 	}
 	return v, nil
 }
 
 // WindowsTemplate and LinuxTemplate are the inventory's VMs the flavors
 // clone: the Windows one is given a Windows guest ID, as a Windows Server
-// template has, and its clones inherit it.
+// template has, and its clones inherit it. Windows2025Template is a
+// Windows Server 2025 template, for windowsRelease ltsc2025.
 const (
-	WindowsTemplate = "DC0_H0_VM1"
-	LinuxTemplate   = "DC0_H0_VM0"
+	WindowsTemplate     = "DC0_H0_VM1"
+	LinuxTemplate       = "DC0_H0_VM0"
+	Windows2025Template = "DC0_C0_RP0_VM0"
 )
+
+// windows2025GuestID is vSphere's guest ID of Windows Server 2025.
+const windows2025GuestID = "windows2022srvNext_64Guest"
 
 // windowsGuestID is the Windows template's guest ID, a Windows Server
 // one (vSphere's windows2019srvNext_64Guest).
@@ -241,8 +248,9 @@ func (s *Sim) startControllers(ctx context.Context) error {
 }
 
 // startHousekeeping runs, in done until ctx ends, what a management
-// cluster has besides the controllers: the garbage collector and the stand-in
-// for the control plane's initialisation.
+// cluster has besides the controllers: the garbage collector and the
+// stand-ins for the control plane: for a stand-alone control-plane
+// Machine's initialisation, and for the KubeadmControlPlane controller.
 func (s *Sim) startHousekeeping(ctx context.Context, done *sync.WaitGroup) error {
 	c, err := client.New(s.Management.Config, client.Options{Scheme: s.Management.Scheme})
 	if err != nil {
@@ -250,6 +258,7 @@ func (s *Sim) startHousekeeping(ctx context.Context, done *sync.WaitGroup) error
 	}
 	done.Go(func() { collectGarbage(ctx, c, s.log.WithName("gc")) })
 	done.Go(func() { standInForControlPlane(ctx, c, s.Workload.Client, s.log.WithName("control-plane")) })
+	done.Go(func() { playKubeadmControlPlanes(ctx, c, s.Workload.Client, s.log.WithName("kubeadm-control-plane")) })
 	return nil
 }
 
