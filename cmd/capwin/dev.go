@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,8 +39,12 @@ the real Cluster API core controllers, capwin's controllers and a guest
 simulator that registers each VM's Node. It applies the platform's flavor,
 templates/cluster-template-<platform>-windows.yaml, scales the Windows
 MachineDeployment 0 -> 3 -> 1, prints the cluster, and keeps running so
-that you can kubectl it; Ctrl-C tears it all down. Run it from the source
-tree (make dev; make dev DEV_ARGS=--platform=azure).
+that you can kubectl it; Ctrl-C tears it all down. With
+--flavor=clusterclass-vsphere-windows the cluster is made from the
+ClusterClass by Cluster API's topology controller, and the Windows workers
+are scaled through the Cluster's topology. Run it from the source tree
+(make dev; make dev DEV_ARGS=--platform=azure;
+make dev DEV_ARGS=--flavor=clusterclass-vsphere-windows).
 
 flags:`
 
@@ -51,6 +56,9 @@ type devOptions struct {
 	timeout   time.Duration
 	dir       string
 	platform  string
+	// flavor is the flavor's name (templates/cluster-template-<flavor>.yaml);
+	// <platform>-windows when empty.
+	flavor string
 }
 
 func dev(args []string, stdout, stderr io.Writer) int {
@@ -64,6 +72,7 @@ func dev(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.bootDelay, "boot-delay", 2*time.Second, "how long a simulated VM takes from power-on to a Ready node")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long each step may take")
 	fs.StringVar(&o.platform, "platform", sim.PlatformVSphere, "where the VMs run: vsphere (vcsim) or azure (a simulated Azure subscription)")
+	fs.StringVar(&o.flavor, "flavor", "", "the flavor (templates/cluster-template-<flavor>.yaml): <platform>-windows when empty, or clusterclass-vsphere-windows, made by Cluster API's topology controller")
 	fs.StringVar(&o.dir, "dir", "", "where kubeconfigs and the controllers' log go (a new temporary directory when empty)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -117,6 +126,11 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		fmt.Fprintln(logFile, time.Now().Format(time.RFC3339Nano), prefix, args)
 	}, funcr.Options{Verbosity: 1})
 
+	template, err := devTemplate(o)
+	if err != nil {
+		return err
+	}
+	topology := strings.HasPrefix(filepath.Base(template), "cluster-template-clusterclass-")
 	cloud, cloudSim := "a vCenter", "vcsim"
 	if o.platform == sim.PlatformAzure {
 		cloud, cloudSim = "an Azure subscription", "a simulated Azure"
@@ -144,8 +158,8 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		return err
 	}
 
-	co := sim.ClusterOptions{Namespace: o.namespace, Name: o.name}
-	rel, _ := filepath.Rel(mustWd(), sim.DefaultTemplate(o.platform))
+	co := sim.ClusterOptions{Namespace: o.namespace, Name: o.name, Template: template}
+	rel, _ := filepath.Rel(mustWd(), template)
 	fmt.Fprintf(out, "Generating cluster %q from %s (clusterctl's variable substitution)\n", o.name, rel)
 	objs, err := s.CreateCluster(ctx, co)
 	if err != nil {
@@ -156,7 +170,11 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		kinds[obj.GetKind()]++
 	}
 	fmt.Fprintf(out, "  applied %d objects to namespace %q: %s\n", len(objs), o.namespace, countList(kinds))
-	fmt.Fprintln(out, "  the control plane is a Linux Machine of the flavor's control-plane template (KubeadmControlPlane needs a real etcd)")
+	if topology {
+		fmt.Fprintln(out, "  Cluster API's topology controller makes the cluster's objects from its ClusterClass; the control plane's KubeadmControlPlane is played by the simulation's stand-in for its controller, which makes one Linux machine (the real one needs etcd)")
+	} else {
+		fmt.Fprintln(out, "  the control plane is a Linux Machine of the flavor's control-plane template (KubeadmControlPlane needs a real etcd)")
+	}
 
 	fmt.Fprintf(out, "Waiting for the control plane...")
 	step = time.Now()
@@ -219,23 +237,26 @@ func scaleAndWatch(ctx context.Context, s *sim.Sim, co sim.ClusterOptions, n int
 	c := s.Management.Client
 	key := client.ObjectKey{Namespace: co.Namespace, Name: co.Name + "-windows"}
 	md := &clusterv1.MachineDeployment{}
-	if err := c.Get(ctx, key, md); err != nil {
+	// A topology's MachineDeployments are made once its control plane is.
+	if err := waitFor(ctx, timeout, func() (bool, error) {
+		err := c.Get(ctx, key, md)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}); err != nil {
+		return fmt.Errorf("MachineDeployment %s: %w", key.Name, err)
+	}
+	from := ptr.Deref(md.Spec.Replicas, 0)
+	via, err := setWindowsReplicas(ctx, c, co, md, n)
+	if err != nil {
 		return err
 	}
-	from := int32(0)
-	if md.Spec.Replicas != nil {
-		from = *md.Spec.Replicas
-	}
-	patch := client.MergeFrom(md.DeepCopy())
-	md.Spec.Replicas = &n
-	if err := c.Patch(ctx, md, patch); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "Scaling MachineDeployment %s %d -> %d\n", key.Name, from, n)
+	fmt.Fprintf(out, "Scaling MachineDeployment %s %d -> %d%s\n", key.Name, from, n, via)
 	start := time.Now()
 	tty := isTerminal(out)
 	last := ""
-	err := waitFor(ctx, timeout, func() (bool, error) {
+	err = waitFor(ctx, timeout, func() (bool, error) {
 		l := &clusterv1.MachineList{}
 		if err := c.List(ctx, l, client.InNamespace(co.Namespace), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: key.Name}); err != nil {
 			return false, err
@@ -300,6 +321,54 @@ func scaleAndWatch(ctx context.Context, s *sim.Sim, co sim.ClusterOptions, n int
 	}
 	fmt.Fprintf(out, "%d Windows %s Running (%s)\n", n, noun, since(start))
 	return nil
+}
+
+// windowsTopology is the name of the Windows workers' MachineDeployment in
+// the topology of the ClusterClass flavors' Clusters.
+const windowsTopology = "windows"
+
+// setWindowsReplicas scales the Windows MachineDeployment md to n: through
+// the Cluster's topology when it has one (Cluster API's topology
+// controller sets the MachineDeployment's replicas from it, and would undo
+// a change made to the MachineDeployment), on md otherwise. It returns how,
+// for the progress line.
+func setWindowsReplicas(ctx context.Context, c client.Client, co sim.ClusterOptions, md *clusterv1.MachineDeployment, n int32) (string, error) {
+	cluster := &clusterv1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: co.Namespace, Name: co.Name}, cluster); err != nil {
+		return "", err
+	}
+	if !cluster.Spec.Topology.IsDefined() {
+		patch := client.MergeFrom(md.DeepCopy())
+		md.Spec.Replicas = &n
+		return "", c.Patch(ctx, md, patch)
+	}
+	patch := client.MergeFrom(cluster.DeepCopy())
+	for i := range cluster.Spec.Topology.Workers.MachineDeployments {
+		if t := &cluster.Spec.Topology.Workers.MachineDeployments[i]; t.Name == windowsTopology {
+			t.Replicas = &n
+			return fmt.Sprintf(" (Cluster/%s's spec.topology.workers.machineDeployments[%d].replicas)", co.Name, i), c.Patch(ctx, cluster, patch)
+		}
+	}
+	return "", fmt.Errorf("Cluster %s's topology has no MachineDeployment %q", co.Name, windowsTopology)
+}
+
+// devTemplate is the file of the flavor o asks for.
+func devTemplate(o devOptions) (string, error) {
+	flavor := o.flavor
+	if flavor == "" {
+		flavor = o.platform + "-windows"
+	}
+	if !strings.Contains(flavor, o.platform) {
+		return "", fmt.Errorf("--flavor=%s: not a flavor of --platform=%s", flavor, o.platform)
+	}
+	if strings.HasPrefix(flavor, "clusterclass-") && o.platform != sim.PlatformVSphere {
+		return "", fmt.Errorf("--flavor=%s: the simulation runs Cluster API's topology controller with the vSphere ClusterClass only (clusterclass-vsphere-windows)", flavor)
+	}
+	path := sim.FlavorTemplate(flavor)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("--flavor=%s: %w", flavor, err)
+	}
+	return path, nil
 }
 
 // joinStep is where a Windows machine's join stands, as its HybridMachine

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"regexp"
 	"strings"
 	"testing"
@@ -49,6 +50,61 @@ func TestDevOnce(t *testing.T) {
 	}
 	if n := len(regexp.MustCompile(`─Machine/dev-windows-`).FindAllString(out.String(), -1)); n != 1 {
 		t.Errorf("the tree shows %d Windows Machines, want 1", n)
+	}
+}
+
+// TestDevOnceClusterClass runs `make dev
+// DEV_ARGS=--flavor=clusterclass-vsphere-windows`: Cluster API's topology
+// controller makes the cluster from the ClusterClass, the Windows workers
+// are scaled through the Cluster's topology, and the Cluster, whose control
+// plane is the stand-in's KubeadmControlPlane, is Available.
+func TestDevOnceClusterClass(t *testing.T) {
+	var out bytes.Buffer
+	err := runDev(t.Context(), devOptions{once: true, name: "dev", namespace: "default", platform: "vsphere", flavor: "clusterclass-vsphere-windows", timeout: 3 * time.Minute, dir: t.TempDir()}, &out)
+	t.Log(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`from \S*templates/cluster-template-clusterclass-vsphere-windows\.yaml`,
+		`1 ClusterClass`,
+		`Scaling MachineDeployment dev-windows 0 -> 3 \(Cluster/dev's spec\.topology\.workers\.machineDeployments\[1\]\.replicas\)`,
+		`(?m)^3 Windows machines Running \(`,
+		`(?m)^1 Windows machine Running \(`,
+		`(?m)^Cluster/dev\s+True\s+Available`,
+		`(?m)^└─ControlPlane - KubeadmControlPlane/dev-control-plane\s+True\s+Available`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out.String()) {
+			t.Errorf("the output lacks %s", want)
+		}
+	}
+	if strings.Contains(out.String(), "is not Available") || strings.Contains(out.String(), "Available is") {
+		t.Error("the output says the Cluster is not Available")
+	}
+}
+
+// TestDevFlavors: --flavor names a flavor of --platform that the
+// simulation runs.
+func TestDevFlavors(t *testing.T) {
+	for _, c := range []struct {
+		platform, flavor, err string
+	}{
+		{"vsphere", "", ""},
+		{"azure", "", ""},
+		{"vsphere", "clusterclass-vsphere-windows", ""},
+		{"vsphere", "azure-windows", "not a flavor of --platform=vsphere"},
+		{"azure", "clusterclass-azure-windows", "with the vSphere ClusterClass only"},
+		{"vsphere", "vsphere-linux", "no such file"},
+	} {
+		path, err := devTemplate(devOptions{platform: c.platform, flavor: c.flavor})
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("--platform=%s --flavor=%s: %v", c.platform, c.flavor, err)
+		case c.err == "" && !strings.HasSuffix(path, "cluster-template-"+cmp.Or(c.flavor, c.platform+"-windows")+".yaml"):
+			t.Errorf("--platform=%s --flavor=%s: %s", c.platform, c.flavor, path)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("--platform=%s --flavor=%s: error %v, want one saying %q", c.platform, c.flavor, err, c.err)
+		}
 	}
 }
 
