@@ -35,9 +35,10 @@ var (
 // Default fills in the template's machine spec as HybridMachine does. In
 // the server-side-apply dry runs of Cluster API's topology controller, the
 // Windows build is derived again from the release: the build this webhook
-// defaulted earlier is owned by no field manager, so the topology's apply
-// of a new release leaves it in place, and the template would be refused
-// instead of rotated.
+// defaulted during the topology's earlier apply is not among the fields its
+// field manager owns (the API server records an apply's managed fields
+// before the webhooks run), so its apply of a new release leaves the old
+// build in place, and the template would be refused instead of rotated.
 func (w *HybridMachineTemplate) Default(ctx context.Context, t *infrav1.HybridMachineTemplate) error {
 	s := &t.Spec.Template.Spec
 	if _, known := s.OS.WindowsRelease.Build(); known && isTopologyDryRun(ctx, t) {

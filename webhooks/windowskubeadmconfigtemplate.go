@@ -31,9 +31,9 @@ var (
 // Default fills in the template's config spec as WindowsKubeadmConfig does.
 // In the server-side-apply dry runs of Cluster API's topology controller,
 // an l2bridge network has no VXLAN settings: those this webhook defaulted
-// for overlay earlier are owned by no field manager, so the topology's
-// apply of l2bridge leaves them in place, and the template would be refused
-// instead of rotated.
+// for overlay during the topology's earlier apply are not among the fields
+// its field manager owns, so its apply of l2bridge leaves them in place,
+// and the template would be refused instead of rotated.
 func (w *WindowsKubeadmConfigTemplate) Default(ctx context.Context, t *bootstrapv1.WindowsKubeadmConfigTemplate) error {
 	if n := &t.Spec.Template.Spec.Network; n.Mode == bootstrapv1.L2Bridge && isTopologyDryRun(ctx, t) {
 		n.VXLAN = bootstrapv1.VXLANSpec{}
