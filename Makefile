@@ -71,9 +71,12 @@ image: ## Build the manager's image for linux/amd64 and linux/arm64 without Dock
 .PHONY: dev
 DEV_ARGS ?=
 
+# capwin is built, and the envtest control plane the first time, with a word
+# on what is being built and the time it takes, before it runs.
 dev: ## Run a Windows cluster on simulators and scale it 0 -> 3 -> 1; DEV_ARGS=--once exits after (capwin dev -h)
 	@GO=$(GO) hack/download.sh . ./cmd/capwin
-	$(GO) run ./cmd/capwin dev $(DEV_ARGS)
+	@hack/progress.sh "capwin (cmd/capwin) into bin/" $(GO) build -o bin/capwin ./cmd/capwin
+	@assets=$$(hack/envtest-assets.sh) && KUBEBUILDER_ASSETS="$$assets" bin/capwin dev $(DEV_ARGS)
 
 RELEASE_DIR ?= out
 

@@ -48,12 +48,8 @@ fi
 # Temporary files of an interrupted build.
 rm -rf "$dir"/.build.*
 
-tmp="" ticker=""
-cleanup() {
-  if [[ -n "$ticker" ]]; then kill "$ticker" 2>/dev/null || true; fi
-  if [[ -n "$tmp" ]]; then rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
+tmp=""
+trap 'if [[ -n "$tmp" ]]; then rm -rf "$tmp"; fi' EXIT
 
 # Both in one go build, with go test's defaults (no -trimpath, cgo as the go
 # command finds it): the packages they share with each other and with the
@@ -61,33 +57,19 @@ trap cleanup EXIT
 if [[ ! -x "$dir/kube-apiserver" || ! -x "$dir/etcd" || ! -x "$dir/kubectl" ]]; then
   tmp=$(mktemp -d "$dir/.build.XXXXXX")
   "$root/hack/download.sh" "$tools" k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kubectl
-  echo "building the envtest control plane, kube-apiserver $KUBE_VERSION and etcd $ETCD_VERSION, and kubectl $KUBE_VERSION (hack/tools/envtest), into $dir: 3 to 9 minutes on 2 cores the first time (measured), then cached" >&2
-  start=$SECONDS
-  # Elapsed time every 30 s, on standard error only (standard output is the
-  # directory, read by the caller); without the lock, and only while this
-  # script runs.
-  (
-    exec 9>&-
-    s=""
-    trap 'if [[ -n "$s" ]]; then kill "$s" 2>/dev/null; fi; exit 0' TERM
-    while kill -0 $$ 2>/dev/null; do
-      sleep 30 & s=$!
-      wait "$s"
-      echo "  still building the envtest control plane: $((SECONDS - start)) s"
-    done
-  ) >&2 &
-  ticker=$!
+  echo "the envtest control plane is built once into $dir: 3 to 9 minutes on 2 cores (measured), then cached" >&2
   minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
-  (cd "$tools" && GOFLAGS=-mod=readonly go build \
+  # The elapsed time every 30 s goes to standard error only: standard output
+  # is the directory, read by the caller.
+  (cd "$tools" && GOFLAGS=-mod=readonly "$root/hack/progress.sh" \
+    "the envtest control plane, kube-apiserver $KUBE_VERSION and etcd $ETCD_VERSION, and kubectl $KUBE_VERSION (hack/tools/envtest)" \
+    go build \
     -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean" \
     -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kubectl)
-  kill "$ticker" 2>/dev/null || true
-  ticker=""
   # go build names etcd's program after its package, server.
   mv -f "$tmp/kube-apiserver" "$dir/kube-apiserver"
   mv -f "$tmp/server" "$dir/etcd"
   mv -f "$tmp/kubectl" "$dir/kubectl"
-  echo "built the envtest control plane in $((SECONDS - start)) s" >&2
 fi
 
 "$dir/kube-apiserver" --version >&2
