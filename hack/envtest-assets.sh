@@ -60,8 +60,9 @@ if [[ ! -x "$dir/kube-apiserver" || ! -x "$dir/etcd" || ! -x "$dir/kubectl" ]]; 
   echo "the envtest control plane is built once into $dir: 3 to 9 minutes on 2 cores (measured), then cached" >&2
   minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
   # The elapsed time every 30 s goes to standard error only: standard output
-  # is the directory, read by the caller.
-  (cd "$tools" && GOFLAGS=-mod=readonly "$root/hack/progress.sh" \
+  # is the directory, read by the caller. The build and its ticker do not
+  # hold the lock (9>&-): only this script does, and it ends with them.
+  (cd "$tools" && GOFLAGS=-mod=readonly "$root/hack/progress.sh" 9>&- \
     "the envtest control plane, kube-apiserver $KUBE_VERSION and etcd $ETCD_VERSION, and kubectl $KUBE_VERSION (hack/tools/envtest)" \
     go build \
     -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean" \

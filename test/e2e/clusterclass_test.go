@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,10 +28,13 @@ import (
 // up and joins on Windows Server 2022, the class's default release. Then
 // the cluster's variables ask for Windows Server 2025 (windowsRelease
 // ltsc2025, a 2025 VM template) and the l2bridge network mode: the
-// topology controller rotates the Windows workers' templates and the
-// worker is replaced by one that joins on build 10.0.26100 with l2bridge
-// in its bootstrap config. Deleting the Cluster leaves no VM and no
-// object of the topology.
+// topology controller rotates the Windows workers' templates (capwin's
+// webhooks derive their defaults again in its dry runs) and deletes the old
+// ones, and the worker is replaced by one that joins on build 10.0.26100
+// with l2bridge in its bootstrap config. (A real cluster changing its mode
+// also changes flannel's Linux side, docs/flavors.md; the simulation has no
+// pod network.) Deleting the Cluster leaves no VM, and none of the
+// objects the topology made for it.
 func TestClusterClassWindowsWorkers(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -75,6 +79,7 @@ func TestClusterClassWindowsWorkers(t *testing.T) {
 	}, wait, 200*time.Millisecond).Should(Succeed())
 
 	// New values of the cluster's variables roll its Windows workers.
+	oldInfra, oldBootstrap := windowsMDTemplates(t, o)
 	cluster := &clusterv1.Cluster{}
 	g.Expect(c.Get(ctx, key, cluster)).To(Succeed())
 	patch := client.MergeFrom(cluster.DeepCopy())
@@ -101,16 +106,43 @@ func TestClusterClassWindowsWorkers(t *testing.T) {
 	network := windowsConfig(t, o, next).Spec.Network
 	g.Expect(network.Mode).To(Equal(bootstrapv1.L2Bridge))
 	g.Expect(network.VXLAN).To(BeZero(), "no VXLAN settings left from the class's overlay")
+	// The templates the topology replaced are deleted once no MachineSet
+	// uses them.
+	newInfra, newBootstrap := windowsMDTemplates(t, o)
+	g.Expect(newInfra).NotTo(Equal(oldInfra))
+	g.Expect(newBootstrap).NotTo(Equal(oldBootstrap))
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: oldInfra}, &infrav1.HybridMachineTemplate{}))).To(BeTrue(), "HybridMachineTemplate %s deleted", oldInfra)
+		g.Expect(apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: oldBootstrap}, &bootstrapv1.WindowsKubeadmConfigTemplate{}))).To(BeTrue(), "WindowsKubeadmConfigTemplate %s deleted", oldBootstrap)
+	}, wait, 250*time.Millisecond).Should(Succeed())
 	noRejections(t)
 
-	// Deleting the Cluster deletes everything the topology made.
+	// Deleting the Cluster deletes what the topology made for it (its
+	// templates, KubeadmControlPlane, MachineDeployments), the CA and
+	// kubeconfig Secrets, and every VM; the class's own templates stay.
 	deleteCluster(t, o)
-	for _, l := range []client.ObjectList{&controlplanev1.KubeadmControlPlaneList{}, &clusterv1.MachineDeploymentList{}, &clusterv1.MachineList{}, &infrav1.HybridMachineList{}} {
+	own := client.MatchingLabels{clusterv1.ClusterNameLabel: o.Name}
+	for _, l := range []client.ObjectList{&infrav1.HybridMachineTemplateList{}, &bootstrapv1.WindowsKubeadmConfigTemplateList{},
+		&controlplanev1.KubeadmControlPlaneList{}, &clusterv1.MachineDeploymentList{}, &corev1.SecretList{}} {
 		g.Eventually(func(g Gomega) {
-			g.Expect(c.List(ctx, l, client.InNamespace(o.Namespace))).To(Succeed())
-			g.Expect(meta.LenList(l)).To(BeZero(), "%T left", l)
+			g.Expect(c.List(ctx, l, client.InNamespace(o.Namespace), own)).To(Succeed())
+			g.Expect(meta.LenList(l)).To(BeZero(), "%T of the cluster left", l)
 		}, wait, 250*time.Millisecond).Should(Succeed())
 	}
+	classTemplates := &infrav1.HybridMachineTemplateList{}
+	g.Expect(c.List(ctx, classTemplates, client.InNamespace(o.Namespace))).To(Succeed())
+	g.Expect(classTemplates.Items).To(HaveLen(2), "the class's Linux and Windows HybridMachineTemplates")
+}
+
+// windowsMDTemplates are the names of the templates the Windows
+// MachineDeployment's machines are made from.
+func windowsMDTemplates(t *testing.T, o sim.ClusterOptions) (infrastructure, bootstrap string) {
+	t.Helper()
+	md := &clusterv1.MachineDeployment{}
+	if err := s.Management.Client.Get(t.Context(), windowsMD(o), md); err != nil {
+		t.Fatal(err)
+	}
+	return md.Spec.Template.Spec.InfrastructureRef.Name, md.Spec.Template.Spec.Bootstrap.ConfigRef.Name
 }
 
 // setVariable sets the value of the Cluster's topology variable name.

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	addonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1" //nolint:staticcheck // Cluster API's conversion webhooks need it
-	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
-	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2" //nolint:staticcheck // Cluster API's conversion webhooks need it
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"  //nolint:staticcheck // Cluster API's conversion webhooks need it
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"    // the ClusterClass reconciler watches ExtensionConfigs
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/core/reconcilers/cluster"
 	"sigs.k8s.io/cluster-api/core/reconcilers/clusterclass"

@@ -166,24 +166,47 @@ func checkClusterAPIAdmitsTopology(t *testing.T, namespace string, applied []*un
 		g.Expect(webhook.Default(ctx, cluster)).To(MatchError(ContainSubstring(v.Name)), "a Cluster without the required variable %s is refused", v.Name)
 		break
 	}
-	// A value that is not of a variable's format is refused, naming the
-	// variable.
-	for _, v := range created.Spec.Variables {
-		if v.Schema.OpenAPIV3Schema.Format == "" {
-			continue
-		}
+	// An IPv4 address variable takes a plain IPv4 address only, and keeps
+	// it: what else is refused, naming the variable.
+	withValue := func(name, value string) *clusterv1.Cluster {
 		cluster := &clusterv1.Cluster{}
 		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(clusterOf(applied).Object, cluster)).To(Succeed())
 		for i := range cluster.Spec.Topology.Variables {
-			if cluster.Spec.Topology.Variables[i].Name == v.Name {
-				cluster.Spec.Topology.Variables[i].Value = apiextensionsv1.JSON{Raw: []byte(`"vip.example.com"`)}
+			if cluster.Spec.Topology.Variables[i].Name == name {
+				cluster.Spec.Topology.Variables[i].Value = apiextensionsv1.JSON{Raw: []byte(`"` + value + `"`)}
 			}
 		}
-		err := webhook.Default(ctx, cluster)
-		if err == nil {
-			_, err = webhook.ValidateCreate(ctx, cluster)
+		return cluster
+	}
+	// An update's variables are checked, against the old ones, where the
+	// admission request is at hand (Cluster API's defaulting handler).
+	admit := func(old, cluster *clusterv1.Cluster) error {
+		if old != nil {
+			return webhook.DefaultAndValidateVariables(ctx, cluster, old, created).ToAggregate()
 		}
-		g.Expect(err).To(MatchError(ContainSubstring(v.Name)), "a Cluster whose %s is not of the format %s is refused", v.Name, v.Schema.OpenAPIV3Schema.Format)
+		if err := webhook.Default(ctx, cluster); err != nil {
+			return err
+		}
+		_, err := webhook.ValidateCreate(ctx, cluster)
+		return err
+	}
+	addresses := 0
+	for _, v := range created.Spec.Variables {
+		if v.Schema.OpenAPIV3Schema.Format != "ipv4" {
+			continue
+		}
+		addresses++
+		g.Expect(admit(nil, withValue(v.Name, "10.0.0.7"))).To(Succeed(), "%s 10.0.0.7", v.Name)
+		for _, bad := range []string{"vip.example.com", "010.0.0.1", "::ffff:10.0.0.1", "10.0.0.1/32", ""} {
+			g.Expect(admit(nil, withValue(v.Name, bad))).To(MatchError(ContainSubstring(v.Name)), "a Cluster whose %s is %q is refused", v.Name, bad)
+		}
+		old := withValue(v.Name, "10.0.0.7")
+		g.Expect(webhook.Default(ctx, old)).To(Succeed())
+		g.Expect(admit(old, withValue(v.Name, "10.0.0.8"))).To(MatchError(ContainSubstring(v.Name)), "%s cannot change", v.Name)
+		g.Expect(admit(old, withValue(v.Name, "10.0.0.7"))).To(Succeed(), "an update that keeps %s", v.Name)
+	}
+	if strings.Contains(class.Name, "vsphere") {
+		g.Expect(addresses).To(Equal(1), "the vSphere class's controlPlaneEndpointIP is checked")
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -158,7 +157,7 @@ func (s *Sim) Generate(o ClusterOptions) ([]*unstructured.Unstructured, error) {
 
 // fromClassFile marks, in what Generate returns, the objects of a
 // ClusterClass's file, which every cluster of the class shares: CreateCluster
-// leaves those that exist as they are, as clusterctl does.
+// leaves them out when the ClusterClass exists, as clusterctl does.
 const fromClassFile = "sim.capwin.io/from-class-file"
 
 func (s *Sim) render(path string, o ClusterOptions) ([]*unstructured.Unstructured, error) {
@@ -200,6 +199,18 @@ func (s *Sim) CreateCluster(ctx context.Context, o ClusterOptions) ([]*unstructu
 	if err := client.IgnoreAlreadyExists(c.Create(ctx, ns)); err != nil {
 		return nil, err
 	}
+	// As clusterctl, which leaves the class's file out when the ClusterClass
+	// exists.
+	classExists := false
+	for _, obj := range objs {
+		if obj.GetKind() == "ClusterClass" {
+			err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: obj.GetName()}, &clusterv1.ClusterClass{})
+			if client.IgnoreNotFound(err) != nil {
+				return nil, err
+			}
+			classExists = err == nil
+		}
+	}
 	var created []*unstructured.Unstructured
 	var cpTemplate, kcp *unstructured.Unstructured
 	topology := false
@@ -217,16 +228,12 @@ func (s *Sim) CreateCluster(ctx context.Context, o ClusterOptions) ([]*unstructu
 			}
 		}
 		if _, shared := obj.GetAnnotations()[fromClassFile]; shared {
+			if classExists {
+				continue
+			}
 			annotations := obj.GetAnnotations()
 			delete(annotations, fromClassFile)
 			obj.SetAnnotations(annotations)
-			if err := c.Create(ctx, obj); apierrors.IsAlreadyExists(err) {
-				continue
-			} else if err != nil {
-				return created, fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
-			}
-			created = append(created, obj)
-			continue
 		}
 		if err := c.Create(ctx, obj); err != nil {
 			return created, fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,7 +22,9 @@ import (
 
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/annotations"
+	"sigs.k8s.io/cluster-api/util/collections"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
@@ -41,32 +44,37 @@ const (
 // (Cluster API's topology controller creates one from the ClusterClass and
 // points the Cluster at it; a cluster of a flavor without a class has its
 // control plane as a stand-alone Machine instead: see controlPlane). It
-// does what Cluster API's contract for control-plane providers asks, as
-// KubeadmControlPlane does it, with the simulation's one control-plane
-// machine:
+// covers the part of Cluster API's contract for control-plane providers
+// that a cluster's life here needs, with one control-plane machine, in the
+// order KubeadmControlPlane works:
 //
-//   - a Machine (owned and controlled by the KubeadmControlPlane, labelled
-//     as KubeadmControlPlane labels its Machines) of the version of
-//     spec.version, with a HybridMachine cloned from
+//   - its finalizer first, then nothing while the KubeadmControlPlane or
+//     its Cluster (its owner) is paused;
+//   - once the Cluster's infrastructure is provisioned and its control-plane
+//     endpoint set, a Machine (controlled by the KubeadmControlPlane and
+//     labelled as KubeadmControlPlane labels its Machines) of spec.version,
+//     with a HybridMachine cloned from
 //     spec.machineTemplate.spec.infrastructureRef and Linux user data that
 //     runs kubeadm init with spec.kubeadmConfigSpec's InitConfiguration
-//     (initCloudConfig);
+//     (initCloudConfig; KubeadmControlPlane has the kubeadm bootstrap
+//     provider write it, with the rest of the configuration);
 //   - status: initialization.controlPlaneInitialized once that machine's
 //     Node is registered with its provider ID (KubeadmControlPlane reads
-//     kubeadm's ConfigMap, which kubeadm init writes a little earlier),
-//     replicas, readyReplicas, availableReplicas and upToDateReplicas from
-//     its Machines, version (the lowest of its Machines'), selector, and
-//     the Available condition: True while the control plane is initialised
-//     and its machine Ready (KubeadmControlPlane also checks etcd's
-//     members through their Pods, which the simulation's nodes do not
-//     run);
-//   - on deletion, its Machines deleted first, behind KubeadmControlPlane's
-//     finalizer.
+//     kubeadm's ConfigMap, which kubeadm init writes a little earlier);
+//     replicas, readyReplicas and availableReplicas from its Machines'
+//     conditions; upToDateReplicas, those of spec.version cloned from the
+//     template spec.machineTemplate names now; versions and version;
+//     selector; and the Available condition, True while the control plane
+//     is initialised and its machine Ready (KubeadmControlPlane also checks
+//     etcd's members through their Pods, which the simulation's nodes do
+//     not run);
+//   - on deletion, once the cluster's worker Machines are gone, its
+//     Machines, and then its finalizer.
 //
-// It does not roll its machine out when the template or version change, and
-// runs one machine whatever spec.replicas asks (the Available condition's
-// message says so when replicas is not 1). A paused KubeadmControlPlane or
-// Cluster is left alone.
+// It does not roll its machine out when the template or version change, nor
+// set Machines' UpToDate condition, and runs one machine whatever
+// spec.replicas asks (the Available condition's message says so when
+// replicas is not 1).
 func playKubeadmControlPlanes(ctx context.Context, mgmt, workload client.Client, log logr.Logger) {
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		l := &controlplanev1.KubeadmControlPlaneList{}
@@ -83,45 +91,32 @@ func playKubeadmControlPlanes(ctx context.Context, mgmt, workload client.Client,
 }
 
 func reconcileKubeadmControlPlane(ctx context.Context, c, workload client.Client, kcp *controlplanev1.KubeadmControlPlane, log logr.Logger) error {
-	clusterName := kcp.Labels[clusterv1.ClusterNameLabel]
-	if clusterName == "" {
-		return nil // Cluster API's topology controller labels the ones it creates
-	}
-	cluster := &clusterv1.Cluster{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: kcp.Namespace, Name: clusterName}, cluster); client.IgnoreNotFound(err) != nil {
+	// The Cluster is the owner Cluster API's topology controller gives it.
+	cluster, err := util.GetOwnerCluster(ctx, c, kcp.ObjectMeta)
+	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	if annotations.HasPaused(kcp) || ptr.Deref(cluster.Spec.Paused, false) {
+	if annotations.HasPaused(kcp) || (cluster != nil && ptr.Deref(cluster.Spec.Paused, false)) {
 		return nil
+	}
+	if !kcp.DeletionTimestamp.IsZero() {
+		return deleteControlPlane(ctx, c, kcp)
+	}
+	if cluster == nil {
+		return nil
+	}
+	if !controllerutil.ContainsFinalizer(kcp, controlplanev1.KubeadmControlPlaneFinalizer) {
+		patch := client.MergeFromWithOptions(kcp.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(kcp, controlplanev1.KubeadmControlPlaneFinalizer)
+		return c.Patch(ctx, kcp, patch)
 	}
 	machines, err := controlPlaneMachines(ctx, c, kcp)
 	if err != nil {
 		return err
 	}
-	if !kcp.DeletionTimestamp.IsZero() {
-		for i := range machines {
-			if err := client.IgnoreNotFound(c.Delete(ctx, &machines[i])); err != nil {
-				return err
-			}
-		}
-		if len(machines) > 0 || !controllerutil.ContainsFinalizer(kcp, controlplanev1.KubeadmControlPlaneFinalizer) {
-			return nil
-		}
-		patch := client.MergeFrom(kcp.DeepCopy())
-		controllerutil.RemoveFinalizer(kcp, controlplanev1.KubeadmControlPlaneFinalizer)
-		return c.Patch(ctx, kcp, patch)
-	}
-	if cluster.Name == "" {
-		return nil // the Cluster is gone; so will its control plane be
-	}
-	if !controllerutil.ContainsFinalizer(kcp, controlplanev1.KubeadmControlPlaneFinalizer) {
-		patch := client.MergeFrom(kcp.DeepCopy())
-		controllerutil.AddFinalizer(kcp, controlplanev1.KubeadmControlPlaneFinalizer)
-		if err := c.Patch(ctx, kcp, patch); err != nil {
-			return err
-		}
-	}
-	if len(machines) == 0 {
+	// As KubeadmControlPlane, it waits for the cluster's infrastructure and
+	// control-plane endpoint before it makes a machine.
+	if len(machines) == 0 && ptr.Deref(cluster.Status.Initialization.InfrastructureProvisioned, false) && cluster.Spec.ControlPlaneEndpoint.IsValid() {
 		if err := createControlPlaneMachine(ctx, c, cluster, kcp); err != nil {
 			return fmt.Errorf("creating the control plane's machine: %w", err)
 		}
@@ -130,7 +125,39 @@ func reconcileKubeadmControlPlane(ctx context.Context, c, workload client.Client
 			return err
 		}
 	}
-	return updateControlPlaneStatus(ctx, c, workload, kcp, machines)
+	return updateControlPlaneStatus(ctx, c, workload, cluster, kcp, machines)
+}
+
+// deleteControlPlane deletes kcp's machines once the cluster's workers are
+// gone, as KubeadmControlPlane does, and then lets kcp go.
+func deleteControlPlane(ctx context.Context, c client.Client, kcp *controlplanev1.KubeadmControlPlane) error {
+	if !controllerutil.ContainsFinalizer(kcp, controlplanev1.KubeadmControlPlaneFinalizer) {
+		return nil
+	}
+	all := &clusterv1.MachineList{}
+	if err := c.List(ctx, all, client.InNamespace(kcp.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: kcp.Labels[clusterv1.ClusterNameLabel]}); err != nil {
+		return err
+	}
+	for _, m := range all.Items {
+		if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; !cp {
+			return nil // workers first
+		}
+	}
+	machines, err := controlPlaneMachines(ctx, c, kcp)
+	if err != nil {
+		return err
+	}
+	for i := range machines {
+		if err := client.IgnoreNotFound(c.Delete(ctx, &machines[i])); err != nil {
+			return err
+		}
+	}
+	if len(machines) > 0 {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(kcp.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(kcp, controlplanev1.KubeadmControlPlaneFinalizer)
+	return c.Patch(ctx, kcp, patch)
 }
 
 // controlPlaneMachines are the Machines kcp controls.
@@ -194,7 +221,20 @@ func createControlPlaneMachine(ctx context.Context, c client.Client, cluster *cl
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "HybridMachine", Name: name},
 		},
 	}
-	for _, o := range []client.Object{data, hm, m} {
+	// A Secret left by an earlier machine of the name gets this one's data.
+	if err := c.Create(ctx, data); apierrors.IsAlreadyExists(err) {
+		old := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(data), old); err != nil {
+			return err
+		}
+		old.Data = data.Data
+		if err := c.Update(ctx, old); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	for _, o := range []client.Object{hm, m} {
 		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
@@ -204,12 +244,12 @@ func createControlPlaneMachine(ctx context.Context, c client.Client, cluster *cl
 
 // updateControlPlaneStatus writes kcp's status from its machines, as
 // KubeadmControlPlane does (see playKubeadmControlPlanes).
-func updateControlPlaneStatus(ctx context.Context, c, workload client.Client, kcp *controlplanev1.KubeadmControlPlane, machines []clusterv1.Machine) error {
+func updateControlPlaneStatus(ctx context.Context, c, workload client.Client, cluster *clusterv1.Cluster, kcp *controlplanev1.KubeadmControlPlane, machines []clusterv1.Machine) error {
 	before := kcp.DeepCopy()
 	st := &kcp.Status
 	var ready, available, upToDate int32
-	var lowest *version.Version
 	var notReady []string
+	versions := map[string]int32{}
 	for i := range machines {
 		m := &machines[i]
 		if conditions.IsTrue(m, clusterv1.MachineReadyCondition) {
@@ -220,12 +260,17 @@ func updateControlPlaneStatus(ctx context.Context, c, workload client.Client, kc
 		if conditions.IsTrue(m, clusterv1.MachineAvailableCondition) {
 			available++
 		}
-		if m.Spec.Version == kcp.Spec.Version {
+		// Up to date: of spec.version, and cloned from the template
+		// spec.machineTemplate names now (KubeadmControlPlane also compares
+		// the kubeadm configuration).
+		hm := &infrav1.HybridMachine{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}, hm); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if m.Spec.Version == kcp.Spec.Version && hm.Annotations[clusterv1.TemplateClonedFromNameAnnotation] == kcp.Spec.MachineTemplate.Spec.InfrastructureRef.Name {
 			upToDate++
 		}
-		if v, err := version.ParseSemantic(m.Spec.Version); err == nil && (lowest == nil || v.LessThan(lowest)) {
-			lowest = v
-		}
+		versions[m.Spec.Version]++
 	}
 	if !ptr.Deref(st.Initialization.ControlPlaneInitialized, false) {
 		initialised, err := nodeRegistered(ctx, workload, machines)
@@ -238,10 +283,31 @@ func updateControlPlaneStatus(ctx context.Context, c, workload client.Client, kc
 	}
 	n := int32(len(machines))
 	st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.UpToDateReplicas = &n, &ready, &available, &upToDate
-	if lowest != nil {
-		st.Version = "v" + lowest.String()
+	// Each version of the machines, with their number, lowest first; the
+	// deprecated status.version is the lowest, as KubeadmControlPlane
+	// writes them.
+	st.Versions = nil
+	for v, count := range versions {
+		st.Versions = append(st.Versions, clusterv1.StatusVersion{Version: v, Replicas: count})
 	}
-	st.Selector = fmt.Sprintf("%s=%s,%s", clusterv1.MachineControlPlaneNameLabel, kcp.Name, clusterv1.MachineControlPlaneLabel)
+	slices.SortFunc(st.Versions, func(a, b clusterv1.StatusVersion) int {
+		x, errX := version.ParseGeneric(a.Version)
+		y, errY := version.ParseGeneric(b.Version)
+		if errX != nil || errY != nil {
+			return strings.Compare(a.Version, b.Version)
+		}
+		switch {
+		case x.LessThan(y):
+			return -1
+		case y.LessThan(x):
+			return 1
+		}
+		return 0
+	})
+	if len(st.Versions) > 0 {
+		st.Version = st.Versions[0].Version //nolint:staticcheck // written as KubeadmControlPlane writes it, for readers of the deprecated field
+	}
+	st.Selector = collections.ControlPlaneSelectorForCluster(cluster.Name).String()
 	st.ObservedGeneration = kcp.Generation
 	cond := metav1.Condition{Type: controlplanev1.KubeadmControlPlaneAvailableCondition, ObservedGeneration: kcp.Generation}
 	switch {

@@ -60,13 +60,14 @@ func TestStartStop(t *testing.T) {
 	for _, vm := range vms {
 		guestIDs[vm.Name] = vm.GuestID
 	}
-	for name, windows := range map[string]bool{WindowsTemplate: true, LinuxTemplate: false} {
+	// The templates' builds, as the guests read them from the guest ID.
+	for name, build := range map[string]string{WindowsTemplate: "10.0.20348", Windows2025Template: "10.0.26100", LinuxTemplate: ""} {
 		id, ok := guestIDs[name]
 		if !ok {
 			t.Fatalf("no VM %s", name)
 		}
-		if got := strings.HasPrefix(id, "windows"); got != windows {
-			t.Errorf("%s has guest ID %s", name, id)
+		if got := guestBuilds[id]; got != build || strings.HasPrefix(id, "windows") != (build != "") {
+			t.Errorf("%s has guest ID %s, of build %q; want build %q", name, id, got, build)
 		}
 	}
 
