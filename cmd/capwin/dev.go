@@ -349,7 +349,7 @@ func setWindowsReplicas(ctx context.Context, c client.Client, co sim.ClusterOpti
 			return fmt.Sprintf(" (Cluster/%s's spec.topology.workers.machineDeployments[%d].replicas)", co.Name, i), c.Patch(ctx, cluster, patch)
 		}
 	}
-	return "", fmt.Errorf("Cluster %s's topology has no MachineDeployment %q", co.Name, windowsTopology)
+	return "", fmt.Errorf("the topology of Cluster %s has no MachineDeployment %q", co.Name, windowsTopology)
 }
 
 // devTemplate is the file of the flavor o asks for.
