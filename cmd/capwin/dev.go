@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -354,14 +355,12 @@ func setWindowsReplicas(ctx context.Context, c client.Client, co sim.ClusterOpti
 
 // devTemplate is the file of the flavor o asks for.
 func devTemplate(o devOptions) (string, error) {
-	flavor := o.flavor
-	if flavor == "" {
-		flavor = o.platform + "-windows"
+	platform := cmp.Or(o.platform, sim.PlatformVSphere)
+	flavor := cmp.Or(o.flavor, platform+"-windows")
+	if !strings.Contains(flavor, platform) {
+		return "", fmt.Errorf("--flavor=%s: not a flavor of --platform=%s", flavor, platform)
 	}
-	if !strings.Contains(flavor, o.platform) {
-		return "", fmt.Errorf("--flavor=%s: not a flavor of --platform=%s", flavor, o.platform)
-	}
-	if strings.HasPrefix(flavor, "clusterclass-") && o.platform != sim.PlatformVSphere {
+	if strings.HasPrefix(flavor, "clusterclass-") && platform != sim.PlatformVSphere {
 		return "", fmt.Errorf("--flavor=%s: the simulation runs Cluster API's topology controller with the vSphere ClusterClass only (clusterclass-vsphere-windows)", flavor)
 	}
 	path := sim.FlavorTemplate(flavor)

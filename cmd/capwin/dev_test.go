@@ -90,6 +90,7 @@ func TestDevFlavors(t *testing.T) {
 		platform, flavor, err string
 	}{
 		{"vsphere", "", ""},
+		{"", "", ""}, // as runDev's callers in tests leave it
 		{"azure", "", ""},
 		{"vsphere", "clusterclass-vsphere-windows", ""},
 		{"vsphere", "azure-windows", "not a flavor of --platform=vsphere"},
@@ -100,7 +101,7 @@ func TestDevFlavors(t *testing.T) {
 		switch {
 		case c.err == "" && err != nil:
 			t.Errorf("--platform=%s --flavor=%s: %v", c.platform, c.flavor, err)
-		case c.err == "" && !strings.HasSuffix(path, "cluster-template-"+cmp.Or(c.flavor, c.platform+"-windows")+".yaml"):
+		case c.err == "" && !strings.HasSuffix(path, "cluster-template-"+cmp.Or(c.flavor, cmp.Or(c.platform, "vsphere")+"-windows")+".yaml"):
 			t.Errorf("--platform=%s --flavor=%s: %s", c.platform, c.flavor, path)
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 			t.Errorf("--platform=%s --flavor=%s: error %v, want one saying %q", c.platform, c.flavor, err, c.err)
