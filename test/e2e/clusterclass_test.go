@@ -36,6 +36,7 @@ import (
 // pod network.) Deleting the Cluster leaves no VM, and none of the
 // objects the topology made for it.
 func TestClusterClassWindowsWorkers(t *testing.T) {
+	t.Parallel() // see run
 	g := NewWithT(t)
 	ctx := t.Context()
 	c := s.Management.Client

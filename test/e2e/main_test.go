@@ -31,6 +31,13 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// run starts the simulation the tests share and runs them. Most run one
+// after another: they stop capwin's controllers, inject faults into the
+// shared guests or count the vCenter's tasks and sessions. Those marked
+// t.Parallel run together once all of those have ended, two at a time (go
+// test's -parallel, GOMAXPROCS by default): each has a simulation of its
+// own, or uses the shared one only for a cluster of its own and its VMs,
+// and would wait alone for what a node's boot or a cloud's poll takes.
 func run(m *testing.M) int {
 	ctx := context.Background()
 	if os.Getenv("E2E_LOG") != "" {

@@ -37,6 +37,7 @@ import (
 // It runs a simulation of its own, whose cloud controller manager starts
 // stopped.
 func TestNodesLinkToMachinesThroughTheCloudControllerManager(t *testing.T) {
+	t.Parallel() // see run
 	g := NewWithT(t)
 	ctx := t.Context()
 	off, err := sim.Start(ctx, sim.Options{BootDelay: 200 * time.Millisecond, Log: log, WithoutCloudControllerManager: true})

@@ -36,6 +36,7 @@ import (
 // labelled as `clusterctl init` labels them; they report through Ginkgo, so
 // they run in a Ginkgo spec of this test.
 func TestClusterAPIResilienceValidators(t *testing.T) {
+	t.Parallel() // see run
 	g := NewWithT(t)
 	o := newCluster(t, 2)
 	waitRunning(t, o, 2)
