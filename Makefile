@@ -76,7 +76,7 @@ DEV_ARGS ?=
 dev: ## Run a Windows cluster on simulators and scale it 0 -> 3 -> 1; DEV_ARGS=--once exits after (capwin dev -h)
 	@GO=$(GO) hack/download.sh . ./cmd/capwin
 	@hack/progress.sh "capwin (cmd/capwin) into bin/" $(GO) build -o bin/capwin ./cmd/capwin
-	@assets=$$(hack/envtest-assets.sh) && KUBEBUILDER_ASSETS="$$assets" bin/capwin dev $(DEV_ARGS)
+	@assets=$${KUBEBUILDER_ASSETS:-$$(GO=$(GO) hack/envtest-assets.sh)} && KUBEBUILDER_ASSETS="$$assets" bin/capwin dev $(DEV_ARGS)
 
 RELEASE_DIR ?= out
 

@@ -57,14 +57,14 @@ trap 'if [[ -n "$tmp" ]]; then rm -rf "$tmp"; fi' EXIT
 if [[ ! -x "$dir/kube-apiserver" || ! -x "$dir/etcd" || ! -x "$dir/kubectl" ]]; then
   tmp=$(mktemp -d "$dir/.build.XXXXXX")
   "$root/hack/download.sh" "$tools" k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kubectl
-  echo "the envtest control plane is built once into $dir: 3 to 9 minutes on 2 cores (measured), then cached" >&2
+  echo "the envtest control plane is built once into $dir: 2 to 9 minutes on 2 cores (measured), then cached" >&2
   minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
   # The elapsed time every 30 s goes to standard error only: standard output
-  # is the directory, read by the caller. The build and its ticker do not
-  # hold the lock (9>&-): only this script does, and it ends with them.
-  (cd "$tools" && GOFLAGS=-mod=readonly "$root/hack/progress.sh" 9>&- \
+  # is the directory, read by the caller. The build keeps the lock (fd 9)
+  # while it runs, even if this script is killed.
+  (cd "$tools" && GOFLAGS=-mod=readonly "$root/hack/progress.sh" \
     "the envtest control plane, kube-apiserver $KUBE_VERSION and etcd $ETCD_VERSION, and kubectl $KUBE_VERSION (hack/tools/envtest)" \
-    go build \
+    "${GO:-go}" build \
     -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean" \
     -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kubectl)
   # go build names etcd's program after its package, server.

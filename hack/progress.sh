@@ -13,7 +13,8 @@ shift
 echo "building $what..." >&2
 start=$SECONDS
 # The ticker sleeps in a child it can kill, so that it ends at once when the
-# command does; it never outlives this script.
+# command does; it never outlives this script by more than its sleep, and
+# holds no pipe of the caller's standard output meanwhile.
 (
   s=""
   trap 'if [[ -n "$s" ]]; then kill "$s" 2>/dev/null; fi; exit 0' TERM
@@ -22,7 +23,7 @@ start=$SECONDS
     wait "$s"
     echo "  still building $what: $((SECONDS - start)) s" >&2
   done
-) &
+) >/dev/null &
 ticker=$!
 trap 'kill "$ticker" 2>/dev/null || true' EXIT
 "$@"

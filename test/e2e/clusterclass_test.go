@@ -121,10 +121,15 @@ func TestClusterClassWindowsWorkers(t *testing.T) {
 	// Deleting the Cluster deletes what the topology made for it (its
 	// templates, KubeadmControlPlane, MachineDeployments), the CA and
 	// kubeconfig Secrets, and every VM; the class's own templates stay.
-	deleteCluster(t, o)
 	own := client.MatchingLabels{clusterv1.ClusterNameLabel: o.Name}
-	for _, l := range []client.ObjectList{&infrav1.HybridMachineTemplateList{}, &bootstrapv1.WindowsKubeadmConfigTemplateList{},
-		&controlplanev1.KubeadmControlPlaneList{}, &clusterv1.MachineDeploymentList{}, &corev1.SecretList{}} {
+	lists := []client.ObjectList{&infrav1.HybridMachineTemplateList{}, &bootstrapv1.WindowsKubeadmConfigTemplateList{},
+		&controlplanev1.KubeadmControlPlaneList{}, &clusterv1.MachineDeploymentList{}, &corev1.SecretList{}}
+	for _, l := range lists {
+		g.Expect(c.List(ctx, l, client.InNamespace(o.Namespace), own)).To(Succeed())
+		g.Expect(meta.LenList(l)).NotTo(BeZero(), "%T of the cluster, labelled with its name", l)
+	}
+	deleteCluster(t, o)
+	for _, l := range lists {
 		g.Eventually(func(g Gomega) {
 			g.Expect(c.List(ctx, l, client.InNamespace(o.Namespace), own)).To(Succeed())
 			g.Expect(meta.LenList(l)).To(BeZero(), "%T of the cluster left", l)

@@ -380,6 +380,9 @@ func standInForControlPlane(ctx context.Context, mgmt, workload client.Client, l
 		}
 		for i := range ms.Items {
 			m := &ms.Items[i]
+			if _, kcp := m.Labels[clusterv1.MachineControlPlaneNameLabel]; kcp {
+				continue // a KubeadmControlPlane's (playKubeadmControlPlanes initialises it)
+			}
 			if m.Status.NodeRef.IsDefined() || m.Spec.ProviderID == "" || m.Annotations[controlPlaneInitialisedAnnotation] != "" {
 				continue
 			}

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -48,11 +49,12 @@ const (
 // that a cluster's life here needs, with one control-plane machine, in the
 // order KubeadmControlPlane works:
 //
-//   - its finalizer first, then nothing while the KubeadmControlPlane or
-//     its Cluster (its owner) is paused;
+//   - nothing until its owner Cluster is set; its finalizer first, then
+//     nothing while the KubeadmControlPlane or its Cluster is paused;
 //   - once the Cluster's infrastructure is provisioned and its control-plane
-//     endpoint set, a Machine (controlled by the KubeadmControlPlane and
-//     labelled as KubeadmControlPlane labels its Machines) of spec.version,
+//     endpoint set, a Machine (controlled by the KubeadmControlPlane, with
+//     spec.machineTemplate.metadata's labels and annotations and those
+//     KubeadmControlPlane adds) of spec.version,
 //     with a HybridMachine cloned from
 //     spec.machineTemplate.spec.infrastructureRef and Linux user data that
 //     runs kubeadm init with spec.kubeadmConfigSpec's InitConfiguration
@@ -91,24 +93,23 @@ func playKubeadmControlPlanes(ctx context.Context, mgmt, workload client.Client,
 }
 
 func reconcileKubeadmControlPlane(ctx context.Context, c, workload client.Client, kcp *controlplanev1.KubeadmControlPlane, log logr.Logger) error {
-	// The Cluster is the owner Cluster API's topology controller gives it.
+	// In KubeadmControlPlane's order: its owner Cluster (the one Cluster
+	// API's topology controller gives it; nothing without), its finalizer,
+	// nothing while paused, then deletion.
 	cluster, err := util.GetOwnerCluster(ctx, c, kcp.ObjectMeta)
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err != nil || cluster == nil {
 		return err
 	}
-	if annotations.HasPaused(kcp) || (cluster != nil && ptr.Deref(cluster.Spec.Paused, false)) {
-		return nil
-	}
-	if !kcp.DeletionTimestamp.IsZero() {
-		return deleteControlPlane(ctx, c, kcp)
-	}
-	if cluster == nil {
-		return nil
-	}
-	if !controllerutil.ContainsFinalizer(kcp, controlplanev1.KubeadmControlPlaneFinalizer) {
+	if kcp.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(kcp, controlplanev1.KubeadmControlPlaneFinalizer) {
 		patch := client.MergeFromWithOptions(kcp.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(kcp, controlplanev1.KubeadmControlPlaneFinalizer)
 		return c.Patch(ctx, kcp, patch)
+	}
+	if annotations.HasPaused(kcp) || ptr.Deref(cluster.Spec.Paused, false) {
+		return nil
+	}
+	if !kcp.DeletionTimestamp.IsZero() {
+		return deleteControlPlane(ctx, c, cluster, kcp)
 	}
 	machines, err := controlPlaneMachines(ctx, c, kcp)
 	if err != nil {
@@ -130,12 +131,12 @@ func reconcileKubeadmControlPlane(ctx context.Context, c, workload client.Client
 
 // deleteControlPlane deletes kcp's machines once the cluster's workers are
 // gone, as KubeadmControlPlane does, and then lets kcp go.
-func deleteControlPlane(ctx context.Context, c client.Client, kcp *controlplanev1.KubeadmControlPlane) error {
+func deleteControlPlane(ctx context.Context, c client.Client, cluster *clusterv1.Cluster, kcp *controlplanev1.KubeadmControlPlane) error {
 	if !controllerutil.ContainsFinalizer(kcp, controlplanev1.KubeadmControlPlaneFinalizer) {
 		return nil
 	}
 	all := &clusterv1.MachineList{}
-	if err := c.List(ctx, all, client.InNamespace(kcp.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: kcp.Labels[clusterv1.ClusterNameLabel]}); err != nil {
+	if err := c.List(ctx, all, client.InNamespace(kcp.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster.Name}); err != nil {
 		return err
 	}
 	for _, m := range all.Items {
@@ -190,11 +191,22 @@ func createControlPlaneMachine(ctx context.Context, c client.Client, cluster *cl
 		return err
 	}
 	name := kcp.Name + "-0"
-	labels := map[string]string{
-		clusterv1.ClusterNameLabel:             cluster.Name,
-		clusterv1.MachineControlPlaneLabel:     "",
-		clusterv1.MachineControlPlaneNameLabel: kcp.Name,
+	// spec.machineTemplate.metadata's labels and annotations, with those
+	// KubeadmControlPlane sets on its Machines.
+	labels := maps.Clone(kcp.Spec.MachineTemplate.ObjectMeta.Labels)
+	if labels == nil {
+		labels = map[string]string{}
 	}
+	labels[clusterv1.ClusterNameLabel] = cluster.Name
+	labels[clusterv1.MachineControlPlaneLabel] = ""
+	labels[clusterv1.MachineControlPlaneNameLabel] = kcp.Name
+	machineAnnotations := maps.Clone(kcp.Spec.MachineTemplate.ObjectMeta.Annotations)
+	infraAnnotations := maps.Clone(machineAnnotations)
+	if infraAnnotations == nil {
+		infraAnnotations = map[string]string{}
+	}
+	infraAnnotations[clusterv1.TemplateClonedFromNameAnnotation] = tmpl.Name
+	infraAnnotations[clusterv1.TemplateClonedFromGroupKindAnnotation] = "HybridMachineTemplate." + infrav1.GroupVersion.Group
 	owner := *metav1.NewControllerRef(kcp, controlplanev1.GroupVersion.WithKind("KubeadmControlPlane"))
 	data := clusterSecret(ClusterOptions{Namespace: kcp.Namespace, Name: cluster.Name}, name+"-bootstrap", map[string][]byte{
 		"value":  userData,
@@ -203,17 +215,13 @@ func createControlPlaneMachine(ctx context.Context, c client.Client, cluster *cl
 	data.OwnerReferences = []metav1.OwnerReference{owner}
 	hm := &infrav1.HybridMachine{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: kcp.Namespace, Labels: labels,
-			Annotations: map[string]string{
-				clusterv1.TemplateClonedFromNameAnnotation:      tmpl.Name,
-				clusterv1.TemplateClonedFromGroupKindAnnotation: "HybridMachineTemplate." + infrav1.GroupVersion.Group,
-			},
+			Name: name, Namespace: kcp.Namespace, Labels: labels, Annotations: infraAnnotations,
 			OwnerReferences: []metav1.OwnerReference{owner},
 		},
 		Spec: tmpl.Spec.Template.Spec,
 	}
 	m := &clusterv1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcp.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcp.Namespace, Labels: labels, Annotations: machineAnnotations, OwnerReferences: []metav1.OwnerReference{owner}},
 		Spec: clusterv1.MachineSpec{
 			ClusterName:       cluster.Name,
 			Version:           kcp.Spec.Version,
@@ -221,13 +229,14 @@ func createControlPlaneMachine(ctx context.Context, c client.Client, cluster *cl
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "HybridMachine", Name: name},
 		},
 	}
-	// A Secret left by an earlier machine of the name gets this one's data.
+	// A Secret left by an earlier machine of the name gets this one's data
+	// and owner.
 	if err := c.Create(ctx, data); apierrors.IsAlreadyExists(err) {
 		old := &corev1.Secret{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(data), old); err != nil {
 			return err
 		}
-		old.Data = data.Data
+		old.Data, old.Labels, old.OwnerReferences = data.Data, data.Labels, data.OwnerReferences
 		if err := c.Update(ctx, old); err != nil {
 			return err
 		}
