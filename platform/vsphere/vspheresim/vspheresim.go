@@ -17,11 +17,15 @@ import (
 	"io"
 	stdlog "log"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
 )
 
 // The one account that logs in to the simulated vCenter.
@@ -94,11 +98,47 @@ func StartT(t testing.TB) *VCenter {
 	return v
 }
 
-// Stop stops the simulator and removes its model.
+// Stop stops the simulator and removes its model, once the tasks it runs
+// have ended (30 s at most): a vcsim task reads the model's files as it
+// runs, and a clone whose VM's files are removed under it panics in vcsim,
+// ending the test binary.
 func (v *VCenter) Stop() {
+	v.waitForTasks(30 * time.Second)
 	v.gate.close()
 	v.server.Close()
 	v.Model.Remove()
+}
+
+// waitForTasks waits, at most limit, until none of the TaskManager's recent
+// tasks (vCenter's 200 latest) is queued or running. It asks the server
+// itself, not through the gate SetReachable may have closed.
+func (v *VCenter) waitForTasks(limit time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	u := &url.URL{Scheme: "https", Host: v.server.URL.Host, Path: "/sdk", User: url.UserPassword(User, Password)}
+	c, err := govmomi.NewClient(ctx, u, true)
+	if err != nil {
+		return
+	}
+	defer func() { _ = c.Logout(context.WithoutCancel(ctx)) }()
+	for ctx.Err() == nil {
+		var tm mo.TaskManager
+		if err := c.RetrieveOne(ctx, *c.ServiceContent.TaskManager, []string{"recentTask"}, &tm); err != nil {
+			return
+		}
+		var tasks []mo.Task
+		if len(tm.RecentTask) > 0 {
+			if err := c.Retrieve(ctx, tm.RecentTask, []string{"info.state"}, &tasks); err != nil {
+				return
+			}
+		}
+		if !slices.ContainsFunc(tasks, func(t mo.Task) bool {
+			return t.Info.State == types.TaskInfoStateQueued || t.Info.State == types.TaskInfoStateRunning
+		}) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // URL is the vCenter's SDK URL with its credentials.
