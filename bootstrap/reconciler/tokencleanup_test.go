@@ -95,6 +95,39 @@ func TestDataSecretOfAnotherControllerIsNotTaken(t *testing.T) {
 	}, eventually, 500*time.Millisecond).Should(Succeed())
 }
 
+// TestUncontrolledSecretNotWrittenByCapwinIsNotTaken: a Secret of the
+// config's name that nothing controls and that capwin did not write (no
+// bootstrap data type and token annotation) is not adopted as the config's
+// data; the condition says why. Once it is gone, the config's own data is
+// written.
+func TestUncontrolledSecretNotWrittenByCapwinIsNotTaken(t *testing.T) {
+	g := NewWithT(t)
+	const machine = "win1-md-0-foreign"
+	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, false, func(w *world) { w.machine.Name = machine })
+	foreign := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.config.Name},
+		Data:       map[string][]byte{"value": []byte("someone's")},
+	}
+	g.Expect(mgmt.Client.Create(t.Context(), foreign)).To(Succeed())
+	w.setClusterStatus(t, true)
+	g.Eventually(func(g Gomega) {
+		w.poke(t)
+		cond := conditions.Get(w.getConfig(g), bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Reason).To(Equal(bootstrapv1.WindowsKubeadmConfigDataSecretConflictReason))
+		g.Expect(cond.Message).To(ContainSubstring("was not written by capwin"))
+	}, eventually, 500*time.Millisecond).Should(Succeed())
+	g.Expect(w.getConfig(g).Status.DataSecretName).To(BeEmpty())
+	g.Expect(metav1.GetControllerOf(w.dataSecret(g))).To(BeNil(), "the foreign Secret was adopted")
+	g.Expect(tokensOf(g, discovery.ProgressGroup(machine))).To(BeEmpty(), "a token was made for a Secret that is not the config's")
+
+	g.Expect(mgmt.Client.Delete(t.Context(), foreign)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		w.poke(t)
+		g.Expect(metav1.IsControlledBy(w.dataSecret(g), w.getConfig(g))).To(BeTrue())
+	}, eventually, 500*time.Millisecond).Should(Succeed())
+}
+
 // failedWrites counts the reconciles of namespace ns's config that failed
 // to write the data Secret.
 func failedWrites(ns string) int {

@@ -174,6 +174,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, config *bootstrapv1.Wi
 				fmt.Sprintf("Secret %s, where this config's bootstrap data goes, is controlled by %s %s: delete or rename it", data.Name, c.Kind, c.Name))
 			return ctrl.Result{RequeueAfter: time.Minute}, nil
 		}
+		if metav1.GetControllerOf(data) == nil && !isDataSecret(data) {
+			// Nothing controls it, and capwin did not write it: someone's
+			// Secret of this name, not to be handed to a VM as its data.
+			setDataSecretNotAvailable(config, bootstrapv1.WindowsKubeadmConfigDataSecretConflictReason,
+				fmt.Sprintf("Secret %s, where this config's bootstrap data goes, was not written by capwin (type %s with annotation %s): delete or rename it", data.Name, clusterv1.ClusterSecretType, bootstrapv1.TokenIDAnnotation))
+			return ctrl.Result{RequeueAfter: time.Minute}, nil
+		}
 		if err := r.ensureDataSecretController(ctx, config, data); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -435,6 +442,13 @@ func (r *Reconciler) payloadInput(ctx context.Context, config *bootstrapv1.Windo
 		return v, nil
 	}
 	return in, nil
+}
+
+// isDataSecret is whether s has the marks writeDataSecret gives a bootstrap
+// data Secret: its type and the token ID annotation.
+func isDataSecret(s *corev1.Secret) bool {
+	_, token := s.Annotations[bootstrapv1.TokenIDAnnotation]
+	return s.Type == clusterv1.ClusterSecretType && token
 }
 
 // ensureDataSecretController makes the config the data Secret's controller
