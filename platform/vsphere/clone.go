@@ -83,7 +83,7 @@ func (s *Session) clone(ctx context.Context, dc *object.Datacenter, m Machine) (
 	task, err := template.Clone(ctx, object.NewFolder(s.Client, inv.folder), m.Name, spec)
 	if err != nil {
 		if isFault[*types.DuplicateName](err) {
-			return s.nameTaken(ctx, dc, inv, m, fmt.Errorf("cloning template %s: %w: %w", m.Spec.Template, errNameTaken, err))
+			return s.nameTaken(ctx, inv, m, fmt.Errorf("cloning template %s: %w: %w", m.Spec.Template, errNameTaken, err))
 		}
 		if isFault[*types.ManagedObjectNotFound](err) {
 			// The template, folder, pool or datastore was replaced since it was looked up.
@@ -140,7 +140,7 @@ func deviceChanges(inv *inventory, spec *infrav1.VSphereMachineSpec) ([]types.Ba
 // machine's own is its VM, made by a clone whose answer was lost. When
 // vCenter lists no VM of that name yet, a clone to it still runs: one that
 // may be the machine's own is waited for (WaitForCreate).
-func (s *Session) nameTaken(ctx context.Context, dc *object.Datacenter, inv *inventory, m Machine, cloneErr error) (State, error) {
+func (s *Session) nameTaken(ctx context.Context, inv *inventory, m Machine, cloneErr error) (State, error) {
 	ref, other, err := s.nameHolder(ctx, inv, m)
 	if err != nil {
 		return State{}, err

@@ -76,9 +76,14 @@ func (s *Session) Reconcile(ctx context.Context, m Machine) (State, error) {
 	m.lostClone = !m.Provisioned && m.Op.IsZero()
 	if !m.Provisioned && m.Op.Type == infrav1.MachineOperationWaitForCreate {
 		// A clone that may have been this machine's, but may be another
-		// machine's: how it ended is not this machine's to report. Once
-		// it ended, the machine's VM is looked for by instance UUID.
+		// machine's: its failure is not this machine's to report. Once
+		// it ended, the machine's VM is looked for by instance UUID. An
+		// error reading the task (vCenter unreachable, a session to
+		// renew) is this machine's, as for its own clone's task below.
 		st, _, err := s.taskResult(ctx, m.Op)
+		if err != nil && !errors.Is(err, ErrTaskFailed) {
+			return st, err
+		}
 		if err == nil && !st.Op.IsZero() {
 			return st, nil
 		}
@@ -183,5 +188,5 @@ func (s *Session) afterNameTaken(ctx context.Context, m Machine, cloneErr error)
 	if err != nil {
 		return State{}, err
 	}
-	return s.nameTaken(ctx, dc, inv, m, fmt.Errorf("cloning template %s: %w", m.Spec.Template, cloneErr))
+	return s.nameTaken(ctx, inv, m, fmt.Errorf("cloning template %s: %w", m.Spec.Template, cloneErr))
 }

@@ -115,7 +115,8 @@ func (v *VCenter) Stop() {
 func (v *VCenter) waitForTasks(limit time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	u := &url.URL{Scheme: "https", Host: v.server.URL.Host, Path: "/sdk", User: url.UserPassword(User, Password)}
+	u := v.URL()
+	u.Host = v.server.URL.Host
 	c, err := govmomi.NewClient(ctx, u, true)
 	if err != nil {
 		return
