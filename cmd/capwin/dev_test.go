@@ -68,7 +68,7 @@ func TestDevOnceClusterClass(t *testing.T) {
 	for _, want := range []string{
 		`from \S*templates/cluster-template-clusterclass-vsphere-windows\.yaml`,
 		`1 ClusterClass`,
-		`Scaling MachineDeployment dev-windows 0 -> 3 \(Cluster/dev's spec\.topology\.workers\.machineDeployments\[1\]\.replicas\)`,
+		`Scaling MachineDeployment dev-windows 0 -> 3 \(Cluster/dev's spec\.topology\.workers\.machineDeployments\[\d+\]\.replicas\)`,
 		`(?m)^3 Windows machines Running \(`,
 		`(?m)^1 Windows machine Running \(`,
 		`(?m)^Cluster/dev\s+True\s+Available`,

@@ -38,7 +38,6 @@ import (
 // No write is throttled on the way, and no secret is in anything capwin
 // said (captureOutput).
 func TestAzureWindowsCluster(t *testing.T) {
-	t.Parallel() // see run
 	g := NewWithT(t)
 	ctx := t.Context()
 	az, err := sim.Start(ctx, sim.Options{BootDelay: bootDelay, Log: log, Platform: sim.PlatformAzure})

@@ -10,7 +10,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
@@ -40,15 +39,7 @@ func TestClusterClassWindowsWorkers(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	c := s.Management.Client
-	o := sim.ClusterOptions{Namespace: "e2e-" + rand.String(5), Name: "cc" + rand.String(4), WindowsReplicas: 1,
-		Template: sim.FlavorTemplate("clusterclass-vsphere-windows")}
-	_, err := s.CreateCluster(ctx, o)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() {
-		if t.Failed() {
-			dumpOn(t, s, o)
-		}
-	})
+	o := newClusterFrom(t, s, sim.FlavorTemplate("clusterclass-vsphere-windows"), 1)
 	key := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
 
 	// The topology controller made the control plane (its machine made by
@@ -57,7 +48,6 @@ func TestClusterClassWindowsWorkers(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		cluster := &clusterv1.Cluster{}
 		g.Expect(c.Get(ctx, key, cluster)).To(Succeed())
-		g.Expect(conditions.IsTrue(cluster, clusterv1.ClusterControlPlaneInitializedCondition)).To(BeTrue(), "control plane initialised")
 		g.Expect(cluster.Spec.ControlPlaneRef.Name).To(Equal(o.Name + "-control-plane"))
 		g.Expect(cluster.Spec.InfrastructureRef.Name).To(Equal(o.Name))
 		hc := &infrav1.HybridCluster{}
@@ -100,8 +90,7 @@ func TestClusterClassWindowsWorkers(t *testing.T) {
 	}, wait, 200*time.Millisecond).Should(Succeed())
 	next := windowsMachines(ctx, g, o)[0]
 	g.Expect(windowsNode(t, next).Labels).To(HaveKeyWithValue(corev1.LabelWindowsBuild, "10.0.26100"), "Windows Server 2025's build")
-	hm := &infrav1.HybridMachine{}
-	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: next.Spec.InfrastructureRef.Name}, hm)).To(Succeed())
+	hm := hybridMachine(ctx, g, o, next.Spec.InfrastructureRef.Name)
 	g.Expect(hm.Spec.OS.WindowsRelease).To(Equal(infrav1.WindowsServer2025))
 	g.Expect(hm.Spec.VSphere.Template).To(Equal(sim.Windows2025Template))
 	network := windowsConfig(t, o, next).Spec.Network

@@ -41,8 +41,15 @@ func newCluster(t testing.TB, windows int) sim.ClusterOptions {
 // platform's flavor.
 func newClusterOn(t testing.TB, sm *sim.Sim, windows int) sim.ClusterOptions {
 	t.Helper()
+	return newClusterFrom(t, sm, "", windows)
+}
+
+// newClusterFrom does what newCluster does on the simulation sm, with the
+// flavor file template (the platform's when empty).
+func newClusterFrom(t testing.TB, sm *sim.Sim, template string, windows int) sim.ClusterOptions {
+	t.Helper()
 	g := NewWithT(t)
-	o := sim.ClusterOptions{Namespace: "e2e-" + rand.String(5), Name: "w" + rand.String(4), WindowsReplicas: windows}
+	o := sim.ClusterOptions{Namespace: "e2e-" + rand.String(5), Name: "w" + rand.String(4), WindowsReplicas: windows, Template: template}
 	_, err := sm.CreateCluster(t.Context(), o)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {

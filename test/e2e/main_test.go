@@ -33,11 +33,14 @@ func TestMain(m *testing.M) {
 
 // run starts the simulation the tests share and runs them. Most run one
 // after another: they stop capwin's controllers, inject faults into the
-// shared guests or count the vCenter's tasks and sessions. Those marked
-// t.Parallel run together once all of those have ended, two at a time (go
-// test's -parallel, GOMAXPROCS by default): each has a simulation of its
-// own, or uses the shared one only for a cluster of its own and its VMs,
-// and would wait alone for what a node's boot or a cloud's poll takes.
+// shared guests, count the vCenter's tasks and sessions, or record every
+// simulation's log (the secret scans, TestNoSecretInAnyOutput and
+// TestAzureWindowsCluster). Those marked t.Parallel run together once all
+// of those have ended, GOMAXPROCS at a time (go test's -parallel; two on 2
+// CPUs): each has a simulation of its own, or uses the shared one for a
+// cluster of its own and its VMs (and, for the resilience test, labels the
+// shared management cluster's CRDs as clusterctl does, which changes
+// nothing the others read).
 func run(m *testing.M) int {
 	ctx := context.Background()
 	if os.Getenv("E2E_LOG") != "" {
