@@ -9,7 +9,6 @@ TOOLS_MOD := $(CURDIR)/hack/tools/go.mod
 # Tools run through `go tool`; the go command builds each once and keeps it in
 # its build cache (outside this tree), so later runs start at once.
 CONTROLLER_GEN := $(GO) tool -modfile=$(TOOLS_MOD) controller-gen
-KUSTOMIZE := $(GO) tool -modfile=$(TOOLS_MOD) kustomize
 # The path of the kustomize binary, for a command run outside this tree.
 KUSTOMIZE_BIN := $(GO) tool -modfile=$(TOOLS_MOD) -n kustomize
 GOLANGCI_LINT := $(GO) tool -modfile=$(TOOLS_MOD) golangci-lint
@@ -66,7 +65,7 @@ bundle-verify: bundle ## Check the bundle and rebuild every component in a fresh
 
 .PHONY: image
 image: ## Build the manager's image for linux/amd64 and linux/arm64 without Docker into out/image, an OCI image layout (IMAGE names it; docs/development.md says how to push it)
-	cd hack/image && $(GO) run . --root $(CURDIR) --out $(CURDIR)/out/image --image $(IMAGE)
+	cd hack/image && GO=$(GO) $(CURDIR)/hack/progress.sh "the manager's image (hack/image) into out/image" $(GO) run . --root $(CURDIR) --out $(CURDIR)/out/image --image $(IMAGE)
 
 .PHONY: dev
 DEV_ARGS ?=

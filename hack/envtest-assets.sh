@@ -3,8 +3,8 @@
 # Kubernetes version, from their Go modules into a cache outside the work
 # tree, and prints the directory that holds them.
 #
-# A finished directory carries a stamp file; it is written last, after both
-# binaries have been renamed into place, so an interrupted build is never
+# A finished directory carries a stamp file; it is written last, after the
+# three binaries have been renamed into place, so an interrupted build is never
 # taken for a finished one. The binaries are built into a temporary
 # directory beside it and renamed, so a half-written file never has a final
 # name.
@@ -57,7 +57,7 @@ trap 'if [[ -n "$tmp" ]]; then rm -rf "$tmp"; fi' EXIT
 if [[ ! -x "$dir/kube-apiserver" || ! -x "$dir/etcd" || ! -x "$dir/kubectl" ]]; then
   tmp=$(mktemp -d "$dir/.build.XXXXXX")
   "$root/hack/download.sh" "$tools" k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kubectl
-  echo "the envtest control plane is built once into $dir: 2 to 9 minutes on 2 cores (measured), then cached" >&2
+  echo "the envtest control plane is built once into $dir, then cached" >&2
   minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
   # The elapsed time every 30 s goes to standard error only: standard output
   # is the directory, read by the caller. The build keeps the lock (fd 9)

@@ -16,6 +16,7 @@ start=$SECONDS
 # command does; it never outlives this script by more than its sleep, and
 # holds no pipe of the caller's standard output meanwhile.
 (
+  exec 9>&- # a caller's lock (hack/envtest-assets.sh) stays with the caller
   s=""
   trap 'if [[ -n "$s" ]]; then kill "$s" 2>/dev/null; fi; exit 0' TERM
   while kill -0 $$ 2>/dev/null; do

@@ -51,7 +51,6 @@ func validateThumbprint(value string, path *field.Path) *field.Error {
 	return nil
 }
 
-// immutable returns a Forbidden error for path when old and new differ.
 // admittedBefore drops from errs, an updated object's, the errors its old
 // version has too: an object admitted before a rule was added (or
 // tightened) keeps getting its metadata updated (finalizers, owner
@@ -75,6 +74,7 @@ func errorKey(e *field.Error) string {
 	return fmt.Sprintf("%s\x00%s\x00%v\x00%s", e.Type, e.Field, e.BadValue, e.Detail)
 }
 
+// immutable returns a Forbidden error for path when old and new differ.
 func immutable(oldValue, newValue any, path *field.Path) field.ErrorList {
 	if reflect.DeepEqual(oldValue, newValue) {
 		return nil

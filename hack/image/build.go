@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"bytes"
 	"context"
 	"fmt"
@@ -46,14 +47,14 @@ func parsePlatform(s string) (platform, error) {
 func buildEnv(p platform) []string {
 	return append(os.Environ(),
 		"CGO_ENABLED=0", "GOOS="+p.os, "GOARCH="+p.arch,
-		"GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT=", "GOFIPS140=off", "GOFLAGS=")
+		"GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT=", "GOFIPS140=off", "GOFLAGS=", "GOWORK=off")
 }
 
-// buildManager compiles capwin-manager for p into dir as the Dockerfile it
-// replaces did: -trimpath, no symbol table nor DWARF (-s -w).
+// buildManager compiles capwin-manager for p into dir, with $GO (go when
+// unset), -trimpath and no symbol table nor DWARF (-s -w).
 func buildManager(ctx context.Context, root, dir string, p platform) (string, error) {
 	out := filepath.Join(dir, "manager-"+p.os+"-"+p.arch)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, managerPackage)
+	cmd := exec.CommandContext(ctx, cmp.Or(os.Getenv("GO"), "go"), "build", "-trimpath", "-ldflags=-s -w", "-o", out, managerPackage)
 	cmd.Dir = root
 	cmd.Env = buildEnv(p)
 	var stderr bytes.Buffer
