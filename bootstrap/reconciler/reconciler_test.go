@@ -30,6 +30,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -57,6 +58,8 @@ var (
 	logs     = &logBuffer{}
 	// warnings are the management API server's warnings to the reconciler.
 	warnings = &apiserver.Warnings{}
+	// managerCache is what the reconciler and the ClusterCache read from.
+	managerCache client.Reader
 )
 
 type fakeClock struct {
@@ -113,6 +116,10 @@ func run(m *testing.M) int {
 	defer stop("workload", workload)
 
 	logger := funcr.New(logs.write, funcr.Options{Verbosity: 5})
+	// What logs outside the manager's logger (the ClusterCache's caches of
+	// the workload cluster) logs here too, instead of controller-runtime
+	// printing a stack to say no logger was set.
+	ctrl.SetLogger(logger)
 	mgr, err := mgmt.NewManager(func(o *manager.Options) {
 		o.Logger = logger
 		o.NewClient = warnings.NewClient
@@ -121,6 +128,7 @@ func run(m *testing.M) int {
 		println(err.Error())
 		return 1
 	}
+	managerCache = mgr.GetCache()
 	secretClient, err := setup.CreateSecretCachingClient(mgr)
 	if err != nil {
 		println(err.Error())
@@ -227,7 +235,6 @@ func newWorld(t *testing.T, spec bootstrapv1.WindowsKubeadmConfigSpec, initializ
 		m(w)
 	}
 	g.Expect(mgmt.Client.Create(ctx, w.cluster)).To(Succeed())
-	w.setClusterStatus(t, initialized)
 
 	w.caPEM = newCA(t)
 	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
@@ -238,6 +245,14 @@ func newWorld(t *testing.T, spec bootstrapv1.WindowsKubeadmConfigSpec, initializ
 		ObjectMeta: metav1.ObjectMeta{Name: "win1-kubeconfig", Namespace: w.ns, Labels: map[string]string{clusterv1.ClusterNameLabel: "win1"}},
 		Data:       map[string][]byte{"value": kubeconfig.FromEnvTestConfig(workload.Config, w.cluster)},
 	})).To(Succeed())
+	// The ClusterCache tries to connect as soon as the infrastructure is
+	// provisioned, reading the kubeconfig Secret through the manager's
+	// cache, and after a failed try waits 30 s, as long as these tests
+	// wait. So the cache holds the Secret before the status says so.
+	g.Eventually(func() error {
+		return managerCache.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "win1-kubeconfig"}, &corev1.Secret{})
+	}, eventually).Should(Succeed())
+	w.setClusterStatus(t, initialized)
 
 	g.Expect(mgmt.Client.Create(ctx, w.machine)).To(Succeed())
 	w.config.OwnerReferences = []metav1.OwnerReference{{

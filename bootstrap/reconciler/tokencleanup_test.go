@@ -29,17 +29,16 @@ import (
 // node.
 func TestTokenOfUnwrittenDataIsDeleted(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		machine string
+		name string
 		// block makes writing the world's data Secret fail, and returns
 		// what lets it succeed again.
 		block func(t *testing.T, w *world) (unblock func())
 	}{
-		{"an admission policy denies it", "win1-md-0-denied", denyBootstrapData},
+		{"an admission policy denies it", denyBootstrapData},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, false, func(w *world) { w.machine.Name = tc.machine })
+			w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, false, uniqueMachine)
 			unblock := tc.block(t, w)
 			w.setClusterStatus(t, true)
 
@@ -56,7 +55,7 @@ func TestTokenOfUnwrittenDataIsDeleted(t *testing.T) {
 				id = s.Annotations[bootstrapv1.TokenIDAnnotation]
 				g.Expect(id).NotTo(BeEmpty())
 			}, eventually, 500*time.Millisecond).Should(Succeed())
-			g.Expect(tokensOf(g, discovery.ProgressGroup(tc.machine))).To(ConsistOf(id),
+			g.Expect(tokensOf(g, discovery.ProgressGroup(w.machine.Name))).To(ConsistOf(id),
 				"the workload cluster holds only the token the data Secret names")
 			secretHalf := strings.Split(nodeConfig(g, w.dataSecret(g)).Join.Token, ".")[1]
 			g.Expect(logs.String()).NotTo(ContainSubstring(secretHalf))
@@ -71,8 +70,7 @@ func TestTokenOfUnwrittenDataIsDeleted(t *testing.T) {
 // own data is written.
 func TestDataSecretOfAnotherControllerIsNotTaken(t *testing.T) {
 	g := NewWithT(t)
-	const machine = "win1-md-0-taken"
-	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, false, func(w *world) { w.machine.Name = machine })
+	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, false, uniqueMachine)
 	unblock := takeDataSecretName(t, w)
 	w.setClusterStatus(t, true)
 	g.Eventually(func(g Gomega) {
@@ -86,7 +84,7 @@ func TestDataSecretOfAnotherControllerIsNotTaken(t *testing.T) {
 	c := w.getConfig(g)
 	g.Expect(c.Status.DataSecretName).To(BeEmpty())
 	g.Expect(ptr.Deref(c.Status.Initialization.DataSecretCreated, false)).To(BeFalse())
-	g.Expect(tokensOf(g, discovery.ProgressGroup(machine))).To(BeEmpty(), "a token was made for a Secret that is not the config's")
+	g.Expect(tokensOf(g, discovery.ProgressGroup(w.machine.Name))).To(BeEmpty(), "a token was made for a Secret that is not the config's")
 
 	unblock()
 	g.Eventually(func(g Gomega) {
@@ -102,8 +100,7 @@ func TestDataSecretOfAnotherControllerIsNotTaken(t *testing.T) {
 // written.
 func TestUncontrolledSecretNotWrittenByCapwinIsNotTaken(t *testing.T) {
 	g := NewWithT(t)
-	const machine = "win1-md-0-foreign"
-	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, false, func(w *world) { w.machine.Name = machine })
+	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, false, uniqueMachine)
 	foreign := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.config.Name},
 		Data:       map[string][]byte{"value": []byte("someone's")},
@@ -119,7 +116,7 @@ func TestUncontrolledSecretNotWrittenByCapwinIsNotTaken(t *testing.T) {
 	}, eventually, 500*time.Millisecond).Should(Succeed())
 	g.Expect(w.getConfig(g).Status.DataSecretName).To(BeEmpty())
 	g.Expect(metav1.GetControllerOf(w.dataSecret(g))).To(BeNil(), "the foreign Secret was adopted")
-	g.Expect(tokensOf(g, discovery.ProgressGroup(machine))).To(BeEmpty(), "a token was made for a Secret that is not the config's")
+	g.Expect(tokensOf(g, discovery.ProgressGroup(w.machine.Name))).To(BeEmpty(), "a token was made for a Secret that is not the config's")
 
 	g.Expect(mgmt.Client.Delete(t.Context(), foreign)).To(Succeed())
 	g.Eventually(func(g Gomega) {
