@@ -69,6 +69,11 @@ func report(t testing.TB, machine string, p agent.Progress, raw ...string) {
 	cm.Data = map[string]string{discovery.ProgressKey: string(data)}
 	if err != nil {
 		g.Expect(env.Client.Create(t.Context(), cm)).To(Succeed())
+		// The namespace is the whole API server's, named for no test: a
+		// report left behind would be the next run's first (-count=2).
+		t.Cleanup(func() {
+			g.Expect(client.IgnoreNotFound(env.Client.Delete(context.WithoutCancel(t.Context()), cm))).To(Succeed())
+		})
 		return
 	}
 	g.Expect(env.Client.Update(t.Context(), cm)).To(Succeed())

@@ -129,6 +129,9 @@ func startControllersPolling(t testing.TB, sessions *vsphere.Sessions, ns string
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As in Cluster API's own tests: a failed connection is tried again
+	// in 2 s, not 30 s.
+	cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }).SetConnectionCreationRetryInterval(2 * time.Second)
 	if err := (&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Platforms: platforms, ClusterCache: cc, ProgressPoll: progressPoll}).SetupWithManager(mgr, opts); err != nil {
 		t.Fatal(err)
 	}

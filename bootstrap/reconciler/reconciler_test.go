@@ -143,6 +143,9 @@ func run(m *testing.M) int {
 		println(err.Error())
 		return 1
 	}
+	// As in Cluster API's own tests: a failed connection is tried again
+	// in 2 s, not 30 s, which is as long as these tests wait.
+	cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }).SetConnectionCreationRetryInterval(2 * time.Second)
 	r := &reconciler.Reconciler{Client: mgr.GetClient(), ClusterCache: cc, TokenTTL: ttl, Now: clock.Now}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 5}); err != nil {
 		println(err.Error())

@@ -239,6 +239,14 @@ func (s *Sim) CreateCluster(ctx context.Context, o ClusterOptions) ([]*unstructu
 			return created, fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 		created = append(created, obj)
+		if obj.GetKind() == "Cluster" {
+			// The Secrets come at once: the ClusterCaches connect as soon as
+			// the infrastructure is provisioned, and a connection that
+			// finds no kubeconfig is tried again only 30 s later.
+			if err := s.clusterSecrets(ctx, o, obj); err != nil {
+				return created, err
+			}
+		}
 	}
 	if !topology && (cpTemplate == nil || kcp == nil) {
 		return created, fmt.Errorf("the flavor has no KubeadmControlPlane or HybridMachineTemplate %s-control-plane", o.Name)
@@ -248,19 +256,6 @@ func (s *Sim) CreateCluster(ctx context.Context, o ClusterOptions) ([]*unstructu
 		return created, err
 	}
 	owner := metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID}
-	kubeconfig, err := Kubeconfig(s.Workload.Config, o.Name)
-	if err != nil {
-		return created, err
-	}
-	for _, sec := range []*corev1.Secret{
-		clusterSecret(o, secret.Name(o.Name, secret.ClusterCA), map[string][]byte{secret.TLSCrtDataName: s.Workload.Config.CAData}),
-		clusterSecret(o, secret.Name(o.Name, secret.Kubeconfig), map[string][]byte{secret.KubeconfigDataName: kubeconfig}),
-	} {
-		sec.OwnerReferences = []metav1.OwnerReference{owner}
-		if err := c.Create(ctx, sec); err != nil {
-			return created, fmt.Errorf("creating Secret %s: %w", sec.Name, err)
-		}
-	}
 	if topology {
 		return created, nil
 	}
@@ -268,6 +263,26 @@ func (s *Sim) CreateCluster(ctx context.Context, o ClusterOptions) ([]*unstructu
 		return created, err
 	}
 	return created, nil
+}
+
+// clusterSecrets creates the CA and kubeconfig Secrets of cluster, the
+// workload cluster's, owned by it.
+func (s *Sim) clusterSecrets(ctx context.Context, o ClusterOptions, cluster *unstructured.Unstructured) error {
+	kubeconfig, err := Kubeconfig(s.Workload.Config, o.Name)
+	if err != nil {
+		return err
+	}
+	owner := metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cluster.GetName(), UID: cluster.GetUID()}
+	for _, sec := range []*corev1.Secret{
+		clusterSecret(o, secret.Name(o.Name, secret.ClusterCA), map[string][]byte{secret.TLSCrtDataName: s.Workload.Config.CAData}),
+		clusterSecret(o, secret.Name(o.Name, secret.Kubeconfig), map[string][]byte{secret.KubeconfigDataName: kubeconfig}),
+	} {
+		sec.OwnerReferences = []metav1.OwnerReference{owner}
+		if err := s.Management.Client.Create(ctx, sec); err != nil {
+			return fmt.Errorf("creating Secret %s: %w", sec.Name, err)
+		}
+	}
+	return nil
 }
 
 // controlPlane creates the control plane as Machines of the control-plane
