@@ -667,7 +667,7 @@ func TestVCenterTimeoutReported(t *testing.T) {
 	g := NewWithT(t)
 	v := vspheresim.StartT(t)
 	sessions := vsphere.NewSessions()
-	sessions.CallTimeout = 300 * time.Millisecond
+	sessions.CallTimeout = time.Second
 	// A vCenter that stopped answering clones. (That a clone vCenter did
 	// start without answering is not cloned twice is platform/vsphere's
 	// TestCallTimeoutMidClone.)
@@ -678,7 +678,7 @@ func TestVCenterTimeoutReported(t *testing.T) {
 		c := conditions.Get(getHM(g, ns, "slow"), infrav1.HybridMachineVMProvisionedCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(infrav1.HybridMachinePlatformUnavailableReason))
-		g.Expect(c.Message).To(ContainSubstring("vCenter did not answer CloneVM_Task within 300ms"))
+		g.Expect(c.Message).To(ContainSubstring("vCenter did not answer CloneVM_Task within 1s"))
 	}, eventually).Should(Succeed())
 }
 

@@ -69,7 +69,9 @@ func (h *hangAfter) RoundTrip(ctx context.Context, req, res soap.HasFault) error
 }
 
 // hangingSession logs in to a fresh vcsim through hangAfter, with the given
-// call timeout; hang starts false.
+// call timeout; hang starts false. The timeout holds for every call, not
+// only the withheld one: half a second lets a busy machine answer the
+// others, and is still well within the 2 s of slowClones.
 func hangingSession(t *testing.T, timeout time.Duration) (*Sessions, *Session, *atomic.Bool) {
 	t.Helper()
 	_, creds := vcsim(t)
@@ -89,11 +91,11 @@ func hangingSession(t *testing.T, timeout time.Duration) (*Sessions, *Session, *
 // machine still ends with exactly one VM.
 func TestCallTimeoutMidClone(t *testing.T) {
 	ctx := t.Context()
-	sessions, s, hang := hangingSession(t, 300*time.Millisecond)
+	sessions, s, hang := hangingSession(t, 500*time.Millisecond)
 	hang.Store(true)
 	m := machine("t1")
 	_, err := s.Reconcile(ctx, m)
-	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "CloneVM_Task within 300ms") {
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "CloneVM_Task within 500ms") {
 		t.Fatalf("want ErrTimeout naming CloneVM_Task, got %v", err)
 	}
 	if sessions.Stale(err, s) {
@@ -134,7 +136,7 @@ func slowClones(t *testing.T) {
 func TestDeleteDuringLostClone(t *testing.T) {
 	ctx := t.Context()
 	slowClones(t)
-	_, s, hang := hangingSession(t, 200*time.Millisecond)
+	_, s, hang := hangingSession(t, 500*time.Millisecond)
 	hang.Store(true)
 	m := machine("d1")
 	if _, err := s.Reconcile(ctx, m); !errors.Is(err, ErrTimeout) {
@@ -159,7 +161,7 @@ func TestDeleteDuringLostClone(t *testing.T) {
 func TestDeleteWaitsOnlyForClonesItMayOwn(t *testing.T) {
 	ctx := t.Context()
 	slowClones(t)
-	_, s, hang := hangingSession(t, 200*time.Millisecond)
+	_, s, hang := hangingSession(t, 500*time.Millisecond)
 	t.Cleanup(func() { waitClonesEnded(context.Background(), t, s) })
 
 	other := machine("o1")
@@ -263,7 +265,7 @@ func TestDeleteWithAmbiguousTemplate(t *testing.T) {
 func TestLostCloneIsWaitedFor(t *testing.T) {
 	ctx := t.Context()
 	slowClones(t)
-	_, s, hang := hangingSession(t, 200*time.Millisecond)
+	_, s, hang := hangingSession(t, 500*time.Millisecond)
 	hang.Store(true)
 	m := machine("lost")
 	if _, err := s.Reconcile(ctx, m); !errors.Is(err, ErrTimeout) {
@@ -488,7 +490,7 @@ func TestSharedLookupIsNotTheFirstCallers(t *testing.T) {
 	on := new(atomic.Bool)
 	sessions := NewSessions()
 	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper {
-		return slowCalls{RoundTripper: rt, on: on, delay: 300 * time.Millisecond}
+		return slowCalls{RoundTripper: rt, on: on, delay: time.Second}
 	}
 	s, err := sessions.Get(ctx, creds)
 	if err != nil {
@@ -505,9 +507,12 @@ func TestSharedLookupIsNotTheFirstCallers(t *testing.T) {
 	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancelShort()
 	start := time.Now()
-	if _, err := s.datacenter(short, "DC0"); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 250*time.Millisecond {
+	// The lookup takes a second at least: a waiter back well before then
+	// stopped at its deadline, however slow the machine is to wake it.
+	if _, err := s.datacenter(short, "DC0"); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 600*time.Millisecond {
 		t.Errorf("a waiter with a 100ms deadline returned after %s with %v", time.Since(start), err)
 	}
+	on.Store(false)
 	cancel()
 	if err := <-firstErr; !errors.Is(err, context.Canceled) {
 		t.Errorf("the first caller, cancelled: %v", err)

@@ -203,7 +203,7 @@ func TestResyncWhileVCenterDoesNotAnswer(t *testing.T) {
 	ctx := t.Context()
 	v, creds := vcsim(t)
 	sessions := NewSessions()
-	sessions.CallTimeout = 200 * time.Millisecond
+	sessions.CallTimeout = 500 * time.Millisecond
 	hang := &hangReads{}
 	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { hang.RoundTripper = rt; return hang }
 	s, err := sessions.Get(ctx, creds)

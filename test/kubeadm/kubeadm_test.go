@@ -52,16 +52,18 @@ func clusterInfo(g Gomega) map[string]string {
 func TestBootstrapSignerAndTokenCleaner(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	tok, err := cluster.StoreToken(ctx, 3*time.Second)
+	// Its expiration is written to the second, so it lives 5 to 6 s: time
+	// for a signer slowed by a busy machine to sign before it expires.
+	tok, err := cluster.StoreToken(ctx, 6*time.Second)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func(g Gomega) {
 		g.Expect(clusterInfo(g)).To(HaveKey(bootstrapapi.JWSSignatureKeyPrefix + tok.ID))
-	}, 2*time.Second, 100*time.Millisecond).Should(Succeed(), "the bootstrap signer signs for the new token")
+	}, 4*time.Second, 100*time.Millisecond).Should(Succeed(), "the bootstrap signer signs for the new token")
 	g.Eventually(func(g Gomega) {
 		g.Expect(clusterInfo(g)).NotTo(HaveKey(bootstrapapi.JWSSignatureKeyPrefix + tok.ID))
 		err := cluster.Env.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + tok.ID}, &corev1.Secret{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the expired token's Secret is deleted: %v", err)
-	}, 15*time.Second, 200*time.Millisecond).Should(Succeed())
+	}, 20*time.Second, 200*time.Millisecond).Should(Succeed())
 }
 
 func clientCSR(g Gomega, cs kubernetes.Interface, cn string) *certificatesv1.CertificateSigningRequest {
