@@ -346,8 +346,9 @@ func TestReportAfterNodeRefEndsWithTheJoin(t *testing.T) {
 // its HybridMachine at once. The tests' reconciler never polls for
 // reports (ProgressPoll is an hour); the machine, once provisioned, is
 // woken otherwise only by the 15 s look for guest addresses (vcsim's VMs
-// report none), so of five reports 5 s apart at most, some fail without
-// the watch.
+// report none), so of four reports 5 s apart at most, some fail without
+// the watch. The first report, which waits for the VM and the connection
+// to the workload cluster, is given the usual time.
 func TestEachReportWakesItsMachine(t *testing.T) {
 	g := NewWithT(t)
 	v := vspheresim.StartT(t)
@@ -358,7 +359,13 @@ func TestEachReportWakesItsMachine(t *testing.T) {
 		c := condOf(g, ns, "join3", infrav1.HybridMachineNodeJoinedCondition)
 		g.Expect(c.Reason).To(Equal(infrav1.HybridMachineNodeJoinedWaitingForReportReason))
 	}, eventually).Should(Succeed())
-	for _, phase := range []string{agent.PhasePreflight, agent.PhaseContainerd, agent.PhaseHNS, agent.PhaseDiscovery, agent.PhaseKubelet} {
+	report(t, "join3", agent.Progress{Phase: agent.PhasePreflight, State: agent.ProgressRunning, Time: time.Now()})
+	g.Eventually(func(g Gomega) {
+		hm := getHM(g, ns, "join3")
+		g.Expect(hm.Status.Initialization.Provisioned).To(Equal(ptr.To(true)))
+		g.Expect(hm.Status.NodeBootstrap.Phase).To(Equal(agent.PhasePreflight))
+	}, eventually).Should(Succeed())
+	for _, phase := range []string{agent.PhaseContainerd, agent.PhaseHNS, agent.PhaseDiscovery, agent.PhaseKubelet} {
 		report(t, "join3", agent.Progress{Phase: phase, State: agent.ProgressRunning, Time: time.Now()})
 		g.Eventually(func(g Gomega) {
 			g.Expect(getHM(g, ns, "join3").Status.NodeBootstrap.Phase).To(Equal(phase))
