@@ -67,9 +67,9 @@ func startRecordedControllers(t testing.TB, ns string) (stop func(), warnings *a
 	if err != nil {
 		t.Fatal(err)
 	}
-	// As in Cluster API's own tests: a failed connection is tried again
-	// in 2 s, not 30 s.
-	cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }).SetConnectionCreationRetryInterval(2 * time.Second)
+	if err := apiserver.RetrySoon(cc); err != nil {
+		t.Fatal(err)
+	}
 	if err := (&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Platforms: platforms, ClusterCache: cc, ProgressPoll: time.Hour}).SetupWithManager(mgr, opts); err != nil {
 		t.Fatal(err)
 	}

@@ -27,8 +27,10 @@ import (
 
 // joiningCluster is provisionedCluster whose workload cluster is the test
 // API server itself, reached through the ClusterCache: the kubeconfig
-// Secret is there before the infrastructure is provisioned, when the
-// ClusterCache first connects. Call disconnect before the test ends:
+// Secret is created before the infrastructure is provisioned, when the
+// ClusterCache first connects (should its cache not have the Secret yet,
+// it tries again in apiserver.ClusterCacheRetry). Call disconnect before
+// the test ends:
 // without its Cluster the ClusterCache closes its connections, which the
 // API server otherwise waits for when it stops.
 func joiningCluster(t testing.TB, v *vspheresim.VCenter) (ns string, disconnect func()) {

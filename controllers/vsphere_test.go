@@ -29,6 +29,7 @@ import (
 	"github.com/capwin/capwin/platform/vsphere"
 	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 	"github.com/capwin/capwin/test/builder"
+	"github.com/capwin/capwin/test/envtest/apiserver"
 )
 
 const eventually = 60 * time.Second
@@ -129,9 +130,9 @@ func startControllersPolling(t testing.TB, sessions *vsphere.Sessions, ns string
 	if err != nil {
 		t.Fatal(err)
 	}
-	// As in Cluster API's own tests: a failed connection is tried again
-	// in 2 s, not 30 s.
-	cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }).SetConnectionCreationRetryInterval(2 * time.Second)
+	if err := apiserver.RetrySoon(cc); err != nil {
+		t.Fatal(err)
+	}
 	if err := (&controllers.HybridMachineReconciler{Client: mgr.GetClient(), Platforms: platforms, ClusterCache: cc, ProgressPoll: progressPoll}).SetupWithManager(mgr, opts); err != nil {
 		t.Fatal(err)
 	}

@@ -143,9 +143,10 @@ func run(m *testing.M) int {
 		println(err.Error())
 		return 1
 	}
-	// As in Cluster API's own tests: a failed connection is tried again
-	// in 2 s, not 30 s, which is as long as these tests wait.
-	cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }).SetConnectionCreationRetryInterval(2 * time.Second)
+	if err := apiserver.RetrySoon(cc); err != nil {
+		println(err.Error())
+		return 1
+	}
 	r := &reconciler.Reconciler{Client: mgr.GetClient(), ClusterCache: cc, TokenTTL: ttl, Now: clock.Now}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 5}); err != nil {
 		println(err.Error())
@@ -250,8 +251,8 @@ func newWorld(t *testing.T, spec bootstrapv1.WindowsKubeadmConfigSpec, initializ
 	})).To(Succeed())
 	// The ClusterCache tries to connect as soon as the infrastructure is
 	// provisioned, reading the kubeconfig Secret through the manager's
-	// cache, and after a failed try waits 30 s, as long as these tests
-	// wait. So the cache holds the Secret before the status says so.
+	// cache, and tries again only after a while (apiserver.RetrySoon): the
+	// cache holds the Secret before the status says so.
 	g.Eventually(func() error {
 		return managerCache.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "win1-kubeconfig"}, &corev1.Secret{})
 	}, eventually).Should(Succeed())

@@ -179,9 +179,10 @@ func (s *Sim) render(path string, o ClusterOptions) ([]*unstructured.Unstructure
 }
 
 // CreateCluster generates the flavor and applies it, with what stands in
-// for the KubeadmControlPlane, and returns the objects it created. For a
-// flavor without a ClusterClass that is a stand-alone control-plane Machine
-// (see controlPlane), made here; for a Cluster with a topology, Cluster
+// for the KubeadmControlPlane, and returns the flavor's objects it created
+// (not the Secrets and stand-ins it makes besides). For a flavor without a
+// ClusterClass that is a stand-alone control-plane Machine (see
+// controlPlane), made here; for a Cluster with a topology, Cluster
 // API's topology controller creates the KubeadmControlPlane from the class
 // and the simulation's stand-in for its controller
 // (playKubeadmControlPlanes) makes its machine.
