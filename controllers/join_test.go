@@ -30,9 +30,8 @@ import (
 // Secret is created before the infrastructure is provisioned, when the
 // ClusterCache first connects (should its cache not have the Secret yet,
 // it tries again in apiserver.ClusterCacheRetry). Call disconnect before
-// the test ends:
-// without its Cluster the ClusterCache closes its connections, which the
-// API server otherwise waits for when it stops.
+// the test ends: without its Cluster the ClusterCache closes its
+// connections, which the API server otherwise waits for when it stops.
 func joiningCluster(t testing.TB, v *vspheresim.VCenter) (ns string, disconnect func()) {
 	t.Helper()
 	g := NewWithT(t)
