@@ -27,6 +27,8 @@ var otherValues = map[string]string{
 	"WINDOWS_RELEASE":                  "ltsc2025",
 	"WINDOWS_CNI":                      "calico",
 	"WINDOWS_CNI_MODE":                 "l2bridge",
+	"VSPHERE_LINUX_TEMPLATE":           "ubuntu-2404-kube-v1.37.0",
+	"VSPHERE_WINDOWS_TEMPLATE":         "windows-2025-kube-v1.37.0",
 	"AZURE_LOCATION":                   "northeurope",
 	"AZURE_VNET_CIDR":                  "10.8.0.0/16",
 	"AZURE_CONTROL_PLANE_SUBNET_CIDR":  "10.8.0.0/24",
@@ -44,9 +46,10 @@ var otherValues = map[string]string{
 // second cluster of the flavor generated into the namespace where applied
 // (the first cluster's objects, as the API server answered their apply)
 // was applied: for a ClusterClass flavor, cluster's own objects with the
-// class and its templates as the API server holds them (clusterctl
-// generates the same class for both, and capwin's webhooks have defaulted
-// its templates), for other flavors cluster's objects.
+// class and its templates as the API server holds them (clusterctl leaves
+// the class out of the second cluster's YAML once it exists, and capwin's
+// webhooks have defaulted its templates), for other flavors cluster's
+// objects.
 func appliedWith(applied, cluster []*unstructured.Unstructured) []*unstructured.Unstructured {
 	if classOf(applied) == nil {
 		return cluster

@@ -170,6 +170,8 @@ func TestGenerateClusterFlavors(t *testing.T) {
 			} else {
 				checkCloudProvider(t, objs, addons)
 				checkKubeVIP(t, objs)
+				checkVSphereTemplates(t, objs, nil)
+				checkVSphereTemplates(t, variant, otherValues)
 			}
 			// Each CNI choice has a ClusterResourceSet for its Linux side.
 			cniSets := map[string]bool{}
@@ -412,4 +414,33 @@ func clusterOf(objs []*unstructured.Unstructured) *unstructured.Unstructured {
 		}
 	}
 	return nil
+}
+
+// checkVSphereTemplates checks that each of the cluster's kinds of machine
+// in objs is cloned from the VM template its variable names, with vars
+// over the flavors' values: VSPHERE_LINUX_TEMPLATE for the control plane
+// and the Linux workers, VSPHERE_WINDOWS_TEMPLATE for the Windows workers.
+// A VM template holds one Kubernetes version, so a cluster of a class must
+// get its own, not those of the cluster the class was generated with.
+func checkVSphereTemplates(t *testing.T, objs []*unstructured.Unstructured, vars map[string]string) {
+	t.Helper()
+	g := NewWithT(t)
+	value := func(v string) string {
+		if s, ok := vars[v]; ok {
+			return s
+		}
+		return flavorVariables[v]
+	}
+	want := map[string]string{
+		"control-plane": value("VSPHERE_LINUX_TEMPLATE"),
+		"linux":         value("VSPHERE_LINUX_TEMPLATE"),
+		"windows":       value("VSPHERE_WINDOWS_TEMPLATE"),
+	}
+	machines := machineTemplates(t, objs)
+	g.Expect(machines).To(HaveLen(len(want)))
+	for role, template := range want {
+		g.Expect(machines).To(HaveKey(role))
+		got, _, _ := unstructured.NestedString(machines[role].Object, "spec", "template", "spec", "vsphere", "template")
+		g.Expect(got).To(Equal(template), "cluster %s: the %s machines' VM template", clusterOf(objs).GetName(), role)
+	}
 }
