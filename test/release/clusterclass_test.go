@@ -21,8 +21,9 @@ import (
 )
 
 // otherValues are values other than the flavors' defaults for the
-// optional variables whose values the checks follow into the objects
-// (and a second region). clusterctl ignores those a flavor does not use.
+// optional variables whose values the checks follow into the objects, a
+// second region, and other VM templates (those of a newer Kubernetes).
+// clusterctl ignores those a flavor does not use.
 var otherValues = map[string]string{
 	"WINDOWS_RELEASE":                  "ltsc2025",
 	"WINDOWS_CNI":                      "calico",

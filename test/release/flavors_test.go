@@ -443,4 +443,29 @@ func checkVSphereTemplates(t *testing.T, objs []*unstructured.Unstructured, vars
 		got, _, _ := unstructured.NestedString(machines[role].Object, "spec", "template", "spec", "vsphere", "template")
 		g.Expect(got).To(Equal(template), "cluster %s: the %s machines' VM template", clusterOf(objs).GetName(), role)
 	}
+	// A class patch that wrote one kind's template into another's would
+	// pass the checks above while a later patch wrote over it: none does.
+	class := classOf(objs)
+	if class == nil {
+		return
+	}
+	notFor := map[string][]patchTarget{
+		"linuxTemplate":   {{machineDeploymentClass: "windows"}},
+		"windowsTemplate": {{controlPlane: true}, {machineDeploymentClass: "linux"}},
+	}
+	patches, _, _ := unstructured.NestedSlice(class.Object, "spec", "patches")
+	for _, p := range patches {
+		definitions, _, _ := unstructured.NestedSlice(p.(map[string]any), "definitions")
+		for _, d := range definitions {
+			d := d.(map[string]any)
+			selector, _, _ := unstructured.NestedMap(d, "selector")
+			ops, _, _ := unstructured.NestedSlice(d, "jsonPatches")
+			for _, op := range ops {
+				variable, _, _ := unstructured.NestedString(op.(map[string]any), "valueFrom", "variable")
+				for _, target := range notFor[variable] {
+					g.Expect(selects(selector, "HybridMachineTemplate", target)).To(BeFalse(), "patch %v writes %s into the machines of %+v", p.(map[string]any)["name"], variable, target)
+				}
+			}
+		}
+	}
 }
