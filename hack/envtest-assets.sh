@@ -28,7 +28,7 @@ if [[ -f "$stamp" && -x "$dir/kube-apiserver" && -x "$dir/etcd" && -x "$dir/kube
 fi
 
 # The modules must pin the versions named in versions.env: the envtest
-# module both binaries are built from, and hack/kubernetes, the bundle's.
+# module the three binaries are built from, and hack/kubernetes, the bundle's.
 grep -qE "^\s*k8s.io/kubernetes ${KUBE_VERSION//./\\.}( |$)" "$root/hack/kubernetes/go.mod" ||
   { echo "hack/kubernetes/go.mod does not pin k8s.io/kubernetes $KUBE_VERSION" >&2; exit 1; }
 grep -qE "^\s*k8s.io/kubernetes ${KUBE_VERSION//./\\.}( |$)" "$tools/go.mod" ||
@@ -51,7 +51,7 @@ rm -rf "$dir"/.build.*
 tmp=""
 trap 'if [[ -n "$tmp" ]]; then rm -rf "$tmp"; fi' EXIT
 
-# Both in one go build, with go test's defaults (no -trimpath, cgo as the go
+# All three in one go build, with go test's defaults (no -trimpath, cgo as the go
 # command finds it): the packages they share with each other and with the
 # management module's tests are compiled once (hack/tools/envtest/go.mod).
 if [[ ! -x "$dir/kube-apiserver" || ! -x "$dir/etcd" || ! -x "$dir/kubectl" ]]; then
