@@ -111,35 +111,51 @@ func (v *VCenter) Stop() {
 
 // waitForTasks waits, at most limit, until none of the TaskManager's recent
 // tasks (vCenter's 200 latest) is queued or running. It asks the server
-// itself, not through the gate SetReachable may have closed.
+// itself, not through the gate SetReachable may have closed, with the
+// faults FailCalls injected cleared (the model goes next anyway), and asks
+// again on an error until limit.
 func (v *VCenter) waitForTasks(limit time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
+	v.Model.Service.ClearFaultRules()
 	u := v.URL()
 	u.Host = v.server.URL.Host
-	c, err := govmomi.NewClient(ctx, u, true)
-	if err != nil {
-		return
+	var c *govmomi.Client
+	for c == nil {
+		var err error
+		if c, err = govmomi.NewClient(ctx, u, true); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c = nil
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 	defer func() { _ = c.Logout(context.WithoutCancel(ctx)) }()
 	for ctx.Err() == nil {
-		var tm mo.TaskManager
-		if err := c.RetrieveOne(ctx, *c.ServiceContent.TaskManager, []string{"recentTask"}, &tm); err != nil {
-			return
-		}
-		var tasks []mo.Task
-		if len(tm.RecentTask) > 0 {
-			if err := c.Retrieve(ctx, tm.RecentTask, []string{"info.state"}, &tasks); err != nil {
-				return
-			}
-		}
-		if !slices.ContainsFunc(tasks, func(t mo.Task) bool {
-			return t.Info.State == types.TaskInfoStateQueued || t.Info.State == types.TaskInfoStateRunning
-		}) {
+		if done, err := tasksEnded(ctx, c); err == nil && done {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// tasksEnded is whether none of the TaskManager's recent tasks is queued or
+// running.
+func tasksEnded(ctx context.Context, c *govmomi.Client) (bool, error) {
+	var tm mo.TaskManager
+	if err := c.RetrieveOne(ctx, *c.ServiceContent.TaskManager, []string{"recentTask"}, &tm); err != nil {
+		return false, err
+	}
+	var tasks []mo.Task
+	if len(tm.RecentTask) > 0 {
+		if err := c.Retrieve(ctx, tm.RecentTask, []string{"info.state"}, &tasks); err != nil {
+			return false, err
+		}
+	}
+	return !slices.ContainsFunc(tasks, func(t mo.Task) bool {
+		return t.Info.State == types.TaskInfoStateQueued || t.Info.State == types.TaskInfoStateRunning
+	}), nil
 }
 
 // URL is the vCenter's SDK URL with its credentials.
