@@ -60,6 +60,8 @@ var (
 	warnings = &apiserver.Warnings{}
 	// managerCache is what the reconciler and the ClusterCache read from.
 	managerCache client.Reader
+	// clusterCache is the reconciler's connections to workload clusters.
+	clusterCache clustercache.ClusterCache
 )
 
 type fakeClock struct {
@@ -147,6 +149,7 @@ func run(m *testing.M) int {
 		println(err.Error())
 		return 1
 	}
+	clusterCache = cc
 	r := &reconciler.Reconciler{Client: mgr.GetClient(), ClusterCache: cc, TokenTTL: ttl, Now: clock.Now}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 5}); err != nil {
 		println(err.Error())

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
@@ -233,4 +234,45 @@ func takeDataSecretName(t *testing.T, w *world) func() {
 	return func() {
 		g.Expect(mgmt.Client.Delete(context.Background(), taken)).To(Succeed())
 	}
+}
+
+// TestDeletedConfigLeavesAnothersToken: a config whose name another
+// object's Secret holds, naming a bootstrap token, is deleted while the
+// workload cluster is reachable: the token is not the config's to revoke,
+// and stays.
+func TestDeletedConfigLeavesAnothersToken(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	w := newWorld(t, bootstrapv1.WindowsKubeadmConfigSpec{}, false, uniqueMachine)
+	id := "z" + w.ns[len(w.ns)-5:]
+	token := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id},
+		Type:       bootstrapapi.SecretTypeBootstrapToken,
+		StringData: map[string]string{
+			bootstrapapi.BootstrapTokenIDKey: id, bootstrapapi.BootstrapTokenSecretKey: "0123456789abcdef",
+			bootstrapapi.BootstrapTokenUsageAuthentication: "true",
+		},
+	}
+	g.Expect(workload.Client.Create(ctx, token)).To(Succeed())
+	t.Cleanup(func() { _ = workload.Client.Delete(context.Background(), token) })
+	takeDataSecretName(t, w)
+	taken := w.dataSecret(g)
+	taken.Annotations = map[string]string{bootstrapv1.TokenIDAnnotation: id}
+	g.Expect(mgmt.Client.Update(ctx, taken)).To(Succeed())
+	w.setClusterStatus(t, true)
+	g.Eventually(func(g Gomega) {
+		w.poke(t)
+		c := w.getConfig(g)
+		g.Expect(c.Finalizers).To(ContainElement(bootstrapv1.ConfigFinalizer))
+		g.Expect(condition(g, c, bootstrapv1.WindowsKubeadmConfigDataSecretAvailableCondition).Reason).To(Equal(bootstrapv1.WindowsKubeadmConfigDataSecretConflictReason))
+		_, err := clusterCache.GetClient(ctx, client.ObjectKeyFromObject(w.cluster))
+		g.Expect(err).NotTo(HaveOccurred(), "the workload cluster is reachable, so a token could be revoked")
+		g.Expect(managerCache.Get(ctx, client.ObjectKeyFromObject(taken), &corev1.Secret{})).To(Succeed())
+	}, eventually, 500*time.Millisecond).Should(Succeed())
+
+	g.Expect(mgmt.Client.Delete(ctx, w.config)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(w.config), &bootstrapv1.WindowsKubeadmConfig{}))
+	}, eventually).Should(BeTrue(), "the config is let go")
+	g.Expect(workload.Client.Get(ctx, client.ObjectKeyFromObject(token), &corev1.Secret{})).To(Succeed(), "another's bootstrap token was revoked")
 }

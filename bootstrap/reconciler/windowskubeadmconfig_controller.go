@@ -167,18 +167,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, config *bootstrapv1.Wi
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: config.Namespace, Name: config.Name}, data)
 	switch {
 	case err == nil:
-		if c := metav1.GetControllerOf(data); c != nil && c.UID != config.UID {
-			// Another object's Secret is not this config's data: no name
-			// in status for Cluster API to hand a VM, and no token.
-			setDataSecretNotAvailable(config, bootstrapv1.WindowsKubeadmConfigDataSecretConflictReason,
-				fmt.Sprintf("Secret %s, where this config's bootstrap data goes, is controlled by %s %s: delete or rename it", data.Name, c.Kind, c.Name))
-			return ctrl.Result{RequeueAfter: time.Minute}, nil
-		}
-		if metav1.GetControllerOf(data) == nil && !isDataSecret(data) {
-			// Nothing controls it, and capwin did not write it: someone's
-			// Secret of this name, not to be handed to a VM as its data.
-			setDataSecretNotAvailable(config, bootstrapv1.WindowsKubeadmConfigDataSecretConflictReason,
-				fmt.Sprintf("Secret %s, where this config's bootstrap data goes, was not written by capwin (type %s with annotation %s): delete or rename it", data.Name, clusterv1.ClusterSecretType, bootstrapv1.TokenIDAnnotation))
+		if conflict := notConfigsData(config, data); conflict != "" {
+			// Not this config's data: no name in status for Cluster API
+			// to hand a VM, and no token.
+			setDataSecretNotAvailable(config, bootstrapv1.WindowsKubeadmConfigDataSecretConflictReason, conflict)
 			return ctrl.Result{RequeueAfter: time.Minute}, nil
 		}
 		if err := r.ensureDataSecretController(ctx, config, data); err != nil {
@@ -345,7 +337,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, config *bootstrapv1.Wi
 	// cluster can be reached; an unreachable or deleted cluster lets the
 	// token expire on its own.
 	if remote, err := r.ClusterCache.GetClient(ctx, util.ObjectKey(cluster)); err == nil {
-		if id := data.Annotations[bootstrapv1.TokenIDAnnotation]; id != "" {
+		// Only the token the config's own data names: a Secret of its
+		// name that is not its data names another's, if any.
+		if id := data.Annotations[bootstrapv1.TokenIDAnnotation]; id != "" && notConfigsData(config, data) == "" {
 			if err := deleteToken(ctx, remote, id); err != nil {
 				return ctrl.Result{}, err
 			}
@@ -444,11 +438,22 @@ func (r *Reconciler) payloadInput(ctx context.Context, config *bootstrapv1.Windo
 	return in, nil
 }
 
-// isDataSecret is whether s has the marks writeDataSecret gives a bootstrap
-// data Secret: its type and the token ID annotation.
-func isDataSecret(s *corev1.Secret) bool {
-	_, token := s.Annotations[bootstrapv1.TokenIDAnnotation]
-	return s.Type == clusterv1.ClusterSecretType && token
+// notConfigsData says why data, the Secret of config's name, is not
+// config's bootstrap data, or returns "" when it is: another object
+// controls it, or nothing does and it lacks the marks writeDataSecret gives
+// (someone's Secret of this name, not to be handed to a VM, nor its token
+// annotation followed).
+func notConfigsData(config *bootstrapv1.WindowsKubeadmConfig, data *corev1.Secret) string {
+	if c := metav1.GetControllerOf(data); c != nil {
+		if c.UID == config.UID {
+			return ""
+		}
+		return fmt.Sprintf("Secret %s, where this config's bootstrap data goes, is controlled by %s %s: delete or rename it", data.Name, c.Kind, c.Name)
+	}
+	if _, token := data.Annotations[bootstrapv1.TokenIDAnnotation]; token && data.Type == clusterv1.ClusterSecretType {
+		return ""
+	}
+	return fmt.Sprintf("Secret %s, where this config's bootstrap data goes, was not written by capwin (type %s with annotation %s): delete or rename it", data.Name, clusterv1.ClusterSecretType, bootstrapv1.TokenIDAnnotation)
 }
 
 // ensureDataSecretController makes the config the data Secret's controller
