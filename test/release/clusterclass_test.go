@@ -22,7 +22,8 @@ import (
 
 // otherValues are values other than the flavors' defaults for the
 // optional variables whose values the checks follow into the objects, a
-// second region, and other VM templates (those of a newer Kubernetes).
+// second region, and other VM templates (the checks follow the names; the
+// Kubernetes version is not varied).
 // clusterctl ignores those a flavor does not use.
 var otherValues = map[string]string{
 	"WINDOWS_RELEASE":                  "ltsc2025",
