@@ -521,3 +521,69 @@ func TestSharedLookupIsNotTheFirstCallers(t *testing.T) {
 		t.Errorf("a caller that shares the lookup the cancelled one started: %v", err)
 	}
 }
+
+// failTaskReads fails every read of a Task while on is set, as a vCenter
+// that cannot be asked about a task (a session to renew, a dropped
+// connection) does; other calls pass.
+type failTaskReads struct {
+	soap.RoundTripper
+	on *atomic.Bool
+}
+
+func (f failTaskReads) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
+	if b, ok := req.(*methods.RetrievePropertiesExBody); ok && f.on.Load() {
+		for _, spec := range b.Req.SpecSet {
+			for _, o := range spec.ObjectSet {
+				if o.Obj.Type == "Task" {
+					return errors.New("connection reset by peer")
+				}
+			}
+		}
+	}
+	return f.RoundTripper.RoundTrip(ctx, req, res)
+}
+
+// TestWaitedForCloneUnreadableIsTheMachines: a machine waiting for a clone
+// that may be its own, whose task cannot be read, reports that error and
+// does nothing else: it neither takes the clone as ended nor clones.
+func TestWaitedForCloneUnreadableIsTheMachines(t *testing.T) {
+	ctx := t.Context()
+	v, creds := vcsim(t)
+	on := new(atomic.Bool)
+	sessions := NewSessions()
+	sessions.Transport = func(rt soap.RoundTripper) soap.RoundTripper { return failTaskReads{RoundTripper: rt, on: on} }
+	s, err := sessions.Get(ctx, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.CloneVM(ctx, "/DC0/vm/DC0_H0_VM0", "/DC0/vm", "other"); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := find.NewFinder(s.Client).VirtualMachine(ctx, "/DC0/vm/DC0_H0_VM0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	folders, err := mustDC(ctx, t, s).Folders(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := tmpl.Clone(ctx, folders.VmFolder, "other", types.VirtualMachineCloneSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = task.Wait(ctx) // a second clone to a taken name fails; its task stays readable
+	m := machine("unread")
+	m.Op = infrav1.MachineOperation{Type: infrav1.MachineOperationWaitForCreate, ID: task.Reference().Value}
+	on.Store(true)
+	st, err := s.Reconcile(ctx, m)
+	on.Store(false)
+	if err == nil || !strings.Contains(err.Error(), "connection reset by peer") {
+		t.Errorf("a machine whose waited-for clone's task cannot be read: %v, want that error", err)
+	}
+	if st.Op.Type == infrav1.MachineOperationCreate {
+		t.Errorf("the machine cloned while it could not read the clone it waited for: %+v", st)
+	}
+	if n := vmsWithUUID(ctx, t, s, InstanceUUID("default", "unread")); n != 0 {
+		t.Errorf("%d VMs for the machine, want none", n)
+	}
+}
