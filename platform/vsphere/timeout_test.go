@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -437,7 +438,23 @@ func TestNameTakenByAnotherVMFailsAtOnce(t *testing.T) {
 func TestWaitedForCloneThatFailedIsNotTheMachines(t *testing.T) {
 	ctx := t.Context()
 	v, _, s, _ := countedSession(t)
-	if err := v.CloneVM(ctx, "/DC0/vm/DC0_H0_VM0", "/DC0/vm", "dup"); err != nil {
+	failed := failedClone(ctx, t, v, s, "dup")
+	m := machine("victim")
+	m.Op = infrav1.MachineOperation{Type: infrav1.MachineOperationWaitForCreate, ID: failed.Reference().Value}
+	st, err := s.Reconcile(ctx, m)
+	if err != nil {
+		t.Fatalf("a machine whose waited-for clone failed: %v", err)
+	}
+	if st.Op.Type != infrav1.MachineOperationCreate {
+		t.Errorf("a machine with no VM after the clone it waited for: %+v, want its own clone", st)
+	}
+}
+
+// failedClone clones the test template to name twice and returns the
+// second clone's task, which failed on the taken name.
+func failedClone(ctx context.Context, t *testing.T, v *vspheresim.VCenter, s *Session, name string) *object.Task {
+	t.Helper()
+	if err := v.CloneVM(ctx, "/DC0/vm/DC0_H0_VM0", "/DC0/vm", name); err != nil {
 		t.Fatal(err)
 	}
 	tmpl, err := find.NewFinder(s.Client).VirtualMachine(ctx, "/DC0/vm/DC0_H0_VM0")
@@ -448,22 +465,14 @@ func TestWaitedForCloneThatFailedIsNotTheMachines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failed, err := tmpl.Clone(ctx, folders.VmFolder, "dup", types.VirtualMachineCloneSpec{})
+	task, err := tmpl.Clone(ctx, folders.VmFolder, name, types.VirtualMachineCloneSpec{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := failed.Wait(ctx); err == nil {
+	if err := task.Wait(ctx); err == nil {
 		t.Fatal("a second clone to a taken name succeeded")
 	}
-	m := machine("victim")
-	m.Op = infrav1.MachineOperation{Type: infrav1.MachineOperationWaitForCreate, ID: failed.Reference().Value}
-	st, err := s.Reconcile(ctx, m)
-	if err != nil {
-		t.Fatalf("a machine whose waited-for clone failed: %v", err)
-	}
-	if st.Op.Type != infrav1.MachineOperationCreate {
-		t.Errorf("a machine with no VM after the clone it waited for: %+v, want its own clone", st)
-	}
+	return task
 }
 
 // slowCalls delays every call after it is switched on.
@@ -556,22 +565,7 @@ func TestWaitedForCloneUnreadableIsTheMachines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v.CloneVM(ctx, "/DC0/vm/DC0_H0_VM0", "/DC0/vm", "other"); err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := find.NewFinder(s.Client).VirtualMachine(ctx, "/DC0/vm/DC0_H0_VM0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	folders, err := mustDC(ctx, t, s).Folders(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := tmpl.Clone(ctx, folders.VmFolder, "other", types.VirtualMachineCloneSpec{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = task.Wait(ctx) // a second clone to a taken name fails; its task stays readable
+	task := failedClone(ctx, t, v, s, "other")
 	m := machine("unread")
 	m.Op = infrav1.MachineOperation{Type: infrav1.MachineOperationWaitForCreate, ID: task.Reference().Value}
 	on.Store(true)
