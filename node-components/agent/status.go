@@ -25,6 +25,10 @@ type Status struct {
 	HNSNetworks []host.Network  `json:"hnsNetworks"`
 	// SuccessSentinel tells whether Cluster API's sentinel file exists.
 	SuccessSentinel bool `json:"successSentinel"`
+	// Licence is Windows' licence; LicenceError says why it could not be
+	// read.
+	Licence      *host.Licence `json:"licence,omitempty"`
+	LicenceError string        `json:"licenceError,omitempty"`
 }
 
 // ServiceStatus is one of the node's services.
@@ -64,7 +68,34 @@ func (a *Agent) Status(ctx context.Context) (*Status, error) {
 	}
 	s.HNSNetworks = nets
 	s.SuccessSentinel, _ = fsys.Exists(layout.SuccessSentinel)
+	// The rest of the status stands without it.
+	if l, err := a.Host.Facts().Licence(ctx); err != nil {
+		s.LicenceError = err.Error()
+	} else {
+		s.Licence = &l
+	}
 	return s, nil
+}
+
+// licenceText says a licence for a person, and what an evaluation's end
+// means for the node.
+func licenceText(l host.Licence) string {
+	text := l.Edition + ", " + string(l.Status)
+	if l.Channel != "" {
+		text += " (" + l.Channel + ")"
+	}
+	if l.Remaining > 0 {
+		text += fmt.Sprintf(", %d days left", int(l.Remaining.Hours()/24))
+	}
+	switch {
+	case l.Evaluation && l.Status == host.LicenceUnlicensed:
+		text += ": the evaluation has ended, and Windows shuts this machine down every hour: replace the node with one from a licensed image"
+	case l.Evaluation:
+		text += ": an evaluation; once it ends Windows shuts this machine down every hour"
+	case l.Status != host.LicenceLicensed:
+		text += ": not activated"
+	}
+	return text
 }
 
 // WriteText writes the status for a person.
@@ -86,6 +117,12 @@ func (s *Status) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "Join:\tnot started\n")
 	}
 	fmt.Fprintf(tw, "Sentinel:\t%s %v\n", layout.SuccessSentinel, s.SuccessSentinel)
+	switch {
+	case s.Licence != nil:
+		fmt.Fprintf(tw, "Licence:\t%s\n", licenceText(*s.Licence))
+	case s.LicenceError != "":
+		fmt.Fprintf(tw, "Licence:\tunknown: %s\n", s.LicenceError)
+	}
 	fmt.Fprintf(tw, "\nPHASE\tFINISHED\tTOOK\tWAITED\tMESSAGE\n")
 	for _, p := range s.Phases {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.Finished.Format(time.RFC3339), p.Duration.Round(time.Millisecond), p.Waited.Round(time.Millisecond), p.Message)

@@ -35,7 +35,43 @@ type Facts interface {
 	// PrimaryInterface is the network adapter that carries the default
 	// route: the one an HNS network attaches to.
 	PrimaryInterface(ctx context.Context) (Interface, error)
+	// Licence is the Windows licence the machine runs under.
+	Licence(ctx context.Context) (Licence, error)
 }
+
+// Licence is Windows' licence state, as the Software Licensing service
+// reports it for the operating system.
+type Licence struct {
+	// Edition is Windows' EditionID: ServerDatacenter, or
+	// ServerDatacenterEval for an evaluation.
+	Edition string `json:"edition"`
+	// Evaluation is true for an evaluation edition, which runs for about
+	// 180 days from the machine's first boot; Windows then shuts the
+	// machine down every hour.
+	Evaluation bool `json:"evaluation"`
+	// Status is one of the LicenceStatus values.
+	Status LicenceStatus `json:"status"`
+	// Remaining is what is left of a grace or evaluation period, rounded
+	// down to the minute; zero when none runs.
+	Remaining time.Duration `json:"remaining,omitempty"`
+	// Channel is how the licence was issued, from the licence's
+	// description: VOLUME_KMSCLIENT, RETAIL, TIMEBASED_EVAL, ...
+	Channel string `json:"channel,omitempty"`
+}
+
+// LicenceStatus is the Software Licensing service's LicenseStatus.
+type LicenceStatus string
+
+// The licence states, in the Software Licensing service's order (0 to 6).
+const (
+	LicenceUnlicensed      LicenceStatus = "Unlicensed"
+	LicenceLicensed        LicenceStatus = "Licensed"
+	LicenceOOBGrace        LicenceStatus = "OOBGrace"
+	LicenceOOTGrace        LicenceStatus = "OOTGrace"
+	LicenceNonGenuineGrace LicenceStatus = "NonGenuineGrace"
+	LicenceNotification    LicenceStatus = "Notification"
+	LicenceExtendedGrace   LicenceStatus = "ExtendedGrace"
+)
 
 // The optional features the agent checks.
 const (

@@ -4,11 +4,13 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capwin/capwin/node-components/agent"
 	"github.com/capwin/capwin/node-components/host"
@@ -122,6 +124,45 @@ func TestStatusAndCollectLogs(t *testing.T) {
 	for _, want := range []string{"C/ProgramData/capwin/agent.log", "C/ProgramData/capwin/node-config.json", "status.json", "services.json", "hns.json", "README.txt"} {
 		if !names[want] {
 			t.Errorf("the zip lacks %s; it has %v", want, names)
+		}
+	}
+}
+
+// TestStatusShowsTheLicence: status says the Windows licence, and what an
+// evaluation's end means for the node, in text and in JSON.
+func TestStatusShowsTheLicence(t *testing.T) {
+	for _, tc := range []struct {
+		licence host.Licence
+		want    string
+	}{{
+		licence: host.Licence{Edition: "ServerDatacenter", Status: host.LicenceLicensed, Channel: "VOLUME_KMSCLIENT", Remaining: 180 * 24 * time.Hour},
+		want:    "Licence:   ServerDatacenter, Licensed (VOLUME_KMSCLIENT), 180 days left\n",
+	}, {
+		licence: host.Licence{Edition: "ServerDatacenterEval", Evaluation: true, Status: host.LicenceLicensed, Channel: "TIMEBASED_EVAL", Remaining: 30*24*time.Hour + time.Hour},
+		want:    "Licence:   ServerDatacenterEval, Licensed (TIMEBASED_EVAL), 30 days left: an evaluation; once it ends Windows shuts this machine down every hour\n",
+	}, {
+		licence: host.Licence{Edition: "ServerDatacenterEval", Evaluation: true, Status: host.LicenceUnlicensed, Channel: "TIMEBASED_EVAL"},
+		want:    "Licence:   ServerDatacenterEval, Unlicensed (TIMEBASED_EVAL): the evaluation has ended, and Windows shuts this machine down every hour: replace the node with one from a licensed image\n",
+	}, {
+		licence: host.Licence{Edition: "ServerStandard", Status: host.LicenceNotification, Channel: "RETAIL"},
+		want:    "Licence:   ServerStandard, Notification (RETAIL): not activated\n",
+	}} {
+		h := sim.New(sim.Options{Root: t.TempDir(), Licence: tc.licence})
+		open := func() (host.Host, error) { return h, nil }
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{"status"}, nil, &out, &errOut, open); code != 0 {
+			t.Fatalf("status: exit %d: %s", code, errOut.String())
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("status lacks %q:\n%s", tc.want, out.String())
+		}
+		out.Reset()
+		if code := run(context.Background(), []string{"status", "-o", "json"}, nil, &out, &errOut, open); code != 0 {
+			t.Fatalf("status -o json: exit %d: %s", code, errOut.String())
+		}
+		var got struct{ Licence host.Licence }
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Licence != tc.licence {
+			t.Errorf("status -o json: licence %+v (%v), want %+v", got.Licence, err, tc.licence)
 		}
 	}
 }

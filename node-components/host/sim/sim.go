@@ -26,6 +26,9 @@ type Options struct {
 	// Interface is the primary adapter (Ethernet0, 10.0.0.10 in 10.0.0.0/24
 	// when empty).
 	Interface host.Interface
+	// Licence is the Windows licence (ServerDatacenter, Licensed, a KMS
+	// client, when empty).
+	Licence host.Licence
 }
 
 // DefaultMemory is a simulated machine's memory unless Options say
@@ -42,6 +45,7 @@ type Host struct {
 	memory       uint64
 	features     map[string]bool
 	iface        host.Interface
+	licence      host.Licence
 	services     map[string]*service
 	networks     []host.Network
 	endpoints    []host.Endpoint
@@ -79,6 +83,7 @@ func New(o Options) *Host {
 		computerName: o.ComputerName,
 		memory:       o.Memory,
 		iface:        o.Interface,
+		licence:      o.Licence,
 		features:     map[string]bool{},
 		services:     map[string]*service{},
 		env:          map[string]string{},
@@ -95,6 +100,9 @@ func New(o Options) *Host {
 	}
 	if h.iface == (host.Interface{}) {
 		h.iface = host.Interface{Name: "Ethernet0", IPv4: "10.0.0.10", Subnet: "10.0.0.0/24"}
+	}
+	if h.licence == (host.Licence{}) {
+		h.licence = host.Licence{Edition: "ServerDatacenter", Status: host.LicenceLicensed, Channel: "VOLUME_KMSCLIENT"}
 	}
 	features := o.Features
 	if features == nil {
@@ -251,6 +259,12 @@ func (f facts) PrimaryInterface(context.Context) (host.Interface, error) {
 	f.h.mu.Lock()
 	defer f.h.mu.Unlock()
 	return f.h.iface, nil
+}
+
+func (f facts) Licence(context.Context) (host.Licence, error) {
+	f.h.mu.Lock()
+	defer f.h.mu.Unlock()
+	return f.h.licence, nil
 }
 
 type environment struct{ h *Host }
