@@ -2,13 +2,20 @@ package release_test
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
+	"github.com/capwin/capwin/node-components/layout"
+	"github.com/capwin/capwin/test/kubeadm"
 )
 
 // azureCloudConfig is what the flavor's azure.json must say for
@@ -79,6 +86,8 @@ func checkAzureCloudProvider(t *testing.T, objs, addons []*unstructured.Unstruct
 		g.Expect(tolerations).To(ContainElement(map[string]any{"operator": "Exists", "effect": "NoSchedule"}),
 			"%s runs on the Nodes it initialises, whatever their NoSchedule taints (the uninitialised one, the Windows nodes' os=windows)", name)
 	}
+	checkWindowsCloudNodeManager(t, found)
+
 	ccm := found["Deployment/kube-system/cloud-controller-manager"]
 	g.Expect(ccm).NotTo(BeNil(), "the cloud controller manager among the add-ons")
 	containers, _, _ := unstructured.NestedSlice(ccm.Object, "spec", "template", "spec", "containers")
@@ -270,4 +279,80 @@ func checkAzureFlavorValues(t *testing.T, objs []*unstructured.Unstructured, var
 		"--cluster-cidr="+value("POD_CIDR", "10.244.0.0/16"),
 		"--configure-cloud-routes="+value("AZURE_CLOUD_ROUTES", "false"),
 	), "cluster %s: the cloud controller manager's arguments", name)
+}
+
+// checkWindowsCloudNodeManager: the Windows nodes' cloud-node-manager
+// reads no other add-on's configuration (kubeadm's kube-proxy ConfigMap is
+// missing where the control plane skips kube-proxy, and the Windows nodes
+// then got no provider IDs): its script takes the API server from the
+// kubeconfig the node's kubelet writes, and writes a kubeconfig with its
+// own service account's token and CA, which client-go loads.
+func checkWindowsCloudNodeManager(t *testing.T, found map[string]*unstructured.Unstructured) {
+	t.Helper()
+	g := NewWithT(t)
+	ds := found["DaemonSet/kube-system/cloud-node-manager-windows"]
+	g.Expect(ds).NotTo(BeNil())
+	volumes, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "volumes")
+	var scripts string
+	for _, v := range volumes {
+		cm, _, _ := unstructured.NestedString(v.(map[string]any), "configMap", "name")
+		g.Expect(found).To(HaveKey("ConfigMap/kube-system/"+cm), "cloud-node-manager-windows mounts ConfigMap %s, which the cloud provider's add-ons do not make", cm)
+		scripts = cm
+	}
+	g.Expect(volumes).To(HaveLen(1), "one volume: its script")
+	script, _, _ := unstructured.NestedString(found["ConfigMap/kube-system/"+scripts].Object, "data", "start.ps1")
+
+	// The kubelet's kubeconfig as the kubelet writes it after its TLS
+	// bootstrap (client-go's clientcmd.Write), at capwin's path.
+	const server = "https://20.61.10.4:6443"
+	kubeletConf, err := kubeadm.KubeletKubeconfig(server)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(script).To(ContainSubstring("$kubeletConf = '"+layout.KubeletKubeconfig+"'"), "the script reads the kubelet's kubeconfig where capwin-node has the kubelet write it")
+	pattern := regexp.MustCompile(`-Pattern '([^']+)'`).FindStringSubmatch(script)
+	g.Expect(pattern).To(HaveLen(2), "the script finds the server with Select-String -Pattern")
+	var got string
+	for _, line := range strings.Split(string(kubeletConf), "\n") {
+		if m := regexp.MustCompile(pattern[1]).FindStringSubmatch(line); m != nil && got == "" {
+			got = m[1]
+		}
+	}
+	g.Expect(got).To(Equal(server), "the script's pattern finds the server in:\n%s", kubeletConf)
+
+	// The kubeconfig it writes, with $server and $account as the script
+	// sets them, is one client-go loads.
+	body := regexp.MustCompile(`(?s)\$lines = @\((.*?)\n\s*\)`).FindStringSubmatch(script)
+	g.Expect(body).To(HaveLen(2), "the script writes its kubeconfig from $lines")
+	// The service account's files, where the script points (a temporary
+	// directory stands for the container's mount point).
+	account := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(account, "ca.crt"), []byte("the cluster's CA"), 0o600)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(account, "token"), []byte("a service account token"), 0o600)).To(Succeed())
+	var lines []string
+	for _, l := range strings.Split(body[1], "\n") {
+		l = strings.TrimSuffix(strings.TrimSpace(l), ",")
+		if len(l) < 2 {
+			continue
+		}
+		l = l[1 : len(l)-1]
+		lines = append(lines, strings.NewReplacer("$server", server, "$account", account).Replace(l))
+	}
+	cfg, err := clientcmd.Load([]byte(strings.Join(lines, "\n")))
+	g.Expect(err).NotTo(HaveOccurred(), "client-go loads:\n%s", strings.Join(lines, "\n"))
+	g.Expect(clientcmd.Validate(*cfg)).To(Succeed())
+	current := cfg.Contexts[cfg.CurrentContext]
+	g.Expect(current).NotTo(BeNil())
+	g.Expect(cfg.Clusters[current.Cluster].Server).To(Equal(server))
+	g.Expect(cfg.Clusters[current.Cluster].CertificateAuthority).To(Equal(account + "/ca.crt"))
+	g.Expect(cfg.AuthInfos[current.AuthInfo].TokenFile).To(Equal(account + "/token"))
+	g.Expect(script).To(ContainSubstring(`--kubeconfig=$kubeconfig`))
+	g.Expect(script).NotTo(ContainSubstring("kube-proxy/"), "no other add-on's files")
+
+	// And it is PowerShell (hack/ps-syntax; CAPWIN_SKIP_PS_SYNTAX=1 skips
+	// it knowingly where node is missing).
+	if os.Getenv("CAPWIN_SKIP_PS_SYNTAX") == "" {
+		path := filepath.Join(t.TempDir(), "start.ps1")
+		g.Expect(os.WriteFile(path, []byte(script), 0o600)).To(Succeed())
+		out, err := exec.Command(filepath.Join("..", "..", "hack", "ps-syntax", "run.sh"), path).CombinedOutput()
+		g.Expect(err).NotTo(HaveOccurred(), "the PowerShell syntax check of cloud-node-manager-windows' start.ps1:\n%s", out)
+	}
 }
