@@ -109,6 +109,10 @@ kubectl: ## Print the path of the pinned kubectl (built with the envtest control
 test: ## Run all tests (unit, envtest integration, the Windows build of node-components, the fuzz target on random inputs)
 	@GO=$(GO) MAKE=$(MAKE) hack/test.sh $(TEST_ARGS)
 
+.PHONY: images-check
+images-check: ## Check the image definitions: the real packer validate and fmt (Packer v1.9.4, hack/tools/packer), what their scripts do and in which order (make test runs these too)
+	cd hack/bundle && GO=$(GO) $(GO) test -count=1 -run 'Images|Packer|Sysprep|Specialize|WindowsUpdate|TimeSource|Evaluation|PauseImage' .
+
 .PHONY: windows-check
 # With make bundle's settings (hack/bundle/build.go), so that the packages
 # hack/bundle's test compiled for capwin-node.exe are not compiled again.

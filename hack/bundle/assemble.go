@@ -29,6 +29,9 @@ var zipTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // Outputs are the files make bundle writes.
 type Outputs struct {
 	Zip, Manifest, SBOM string
+	// ZipSHA256 holds the zip's SHA-256 as sha256sum writes it ("<hex>  <name>"):
+	// the image definitions read it (Packer cannot hash a binary file).
+	ZipSHA256 string
 }
 
 // BaseName is the bundle's file name without extension.
@@ -69,7 +72,7 @@ func Assemble(dir string, kubernetesVersion string, built []*Built) (*Outputs, e
 		return nil, err
 	}
 	base := filepath.Join(dir, BaseName(kubernetesVersion))
-	out := &Outputs{Zip: base + ".zip", Manifest: base + ".manifest.json", SBOM: base + ".cdx.json"}
+	out := &Outputs{Zip: base + ".zip", Manifest: base + ".manifest.json", SBOM: base + ".cdx.json", ZipSHA256: base + ".zip.sha256"}
 	byName := map[string]*Built{}
 	for _, b := range built {
 		byName[b.File] = b
@@ -91,6 +94,16 @@ func Assemble(dir string, kubernetesVersion string, built []*Built) (*Outputs, e
 			}
 		}
 		return zw.Close()
+	}); err != nil {
+		return nil, err
+	}
+	zipSum, _, err := hashFile(out.Zip)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeAtomic(out.ZipSHA256, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "%s  %s\n", zipSum, filepath.Base(out.Zip))
+		return err
 	}); err != nil {
 		return nil, err
 	}

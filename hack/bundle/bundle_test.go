@@ -225,12 +225,21 @@ func TestSmallComponentsBuildToABundleInstallLays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pair := range [][2]string{{o1.Zip, o2.Zip}, {o1.Manifest, o2.Manifest}, {o1.SBOM, o2.SBOM}} {
+	for _, pair := range [][2]string{{o1.Zip, o2.Zip}, {o1.ZipSHA256, o2.ZipSHA256}, {o1.Manifest, o2.Manifest}, {o1.SBOM, o2.SBOM}} {
 		a, _ := os.ReadFile(pair[0])
 		c, _ := os.ReadFile(pair[1])
 		if len(a) == 0 || !bytes.Equal(a, c) {
 			t.Errorf("%s differs between two assemblies of the same programs", filepath.Base(pair[0]))
 		}
+	}
+	// The image definitions take the zip's SHA-256 from this file, as
+	// sha256sum -c reads it.
+	sum, _, err := hashFile(o1.Zip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := os.ReadFile(o1.ZipSHA256); string(line) != sum+"  "+filepath.Base(o1.Zip)+"\n" {
+		t.Errorf("%s holds %q, want the zip's SHA-256 %s and its name", filepath.Base(o1.ZipSHA256), line, sum)
 	}
 	data, err := os.ReadFile(o1.Manifest)
 	if err != nil {

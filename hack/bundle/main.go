@@ -8,8 +8,9 @@
 //	verify [--kubernetes-version v1.36.3] [--out out/bundle]
 //
 // bundle writes capwin-node-bundle-<k8s>-windows-amd64.zip (manifest.json
-// and the files capwin-node install lays out), the manifest beside it, and
-// a CycloneDX SBOM. Built programs are kept in ~/.cache/capwin/bundle by
+// and the files capwin-node install lays out), its SHA-256 as sha256sum
+// writes it (.zip.sha256, which the image definitions read), the manifest
+// beside it, and a CycloneDX SBOM. Built programs are kept in ~/.cache/capwin/bundle by
 // the hash of everything they are built from, so a second run only
 // rebuilds capwin-node (from the work tree) and assembles. verify builds every component again in a fresh build cache,
 // checks each program (PE32+, AMD64, console subsystem, the pinned module
@@ -129,7 +130,7 @@ func report(o *Outputs, start time.Time) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%d files, %.1f MB; %s: %.1f MB, sha256 %s\n%s\n%s\n(%s)\n", len(m.Files), float64(total)/1e6, o.Zip, float64(zi.Size())/1e6, zipSum, o.Manifest, o.SBOM, time.Since(start).Round(time.Second))
+	fmt.Printf("%d files, %.1f MB; %s: %.1f MB, sha256 %s (%s)\n%s\n%s\n(%s)\n", len(m.Files), float64(total)/1e6, o.Zip, float64(zi.Size())/1e6, zipSum, filepath.Base(o.ZipSHA256), o.Manifest, o.SBOM, time.Since(start).Round(time.Second))
 	return nil
 }
 

@@ -1,18 +1,7 @@
 # capwin's Windows Server node image for Azure: an image version in an Azure
 # Compute Gallery, built from a Marketplace Windows Server image. A Windows
-# HybridMachine names it in spec.azure.image.computeGallery. capwin's Azure
-# controllers are not built yet: the image can be built, but capwin does not
-# make Azure VMs from it yet. See docs/images.md.
-
-packer {
-  required_version = ">= 1.10.0"
-  required_plugins {
-    azure = {
-      source  = "github.com/hashicorp/azure"
-      version = ">= 2.0.0"
-    }
-  }
-}
+# HybridMachine names it in spec.azure.image.computeGallery. See
+# docs/images.md.
 
 source "azure-arm" "windows" {
   subscription_id    = var.subscription_id
@@ -52,33 +41,79 @@ source "azure-arm" "windows" {
     "capwin-kubernetes-version" = var.kubernetes_version
     "capwin-node-bundle-sha256" = local.bundle_sha256
     "capwin-cloudbase-init"     = var.cloudbase_init_version
-    "capwin-hyperv"             = tostring(var.hyperv)
+    "capwin-hyperv"             = var.hyperv ? "true" : "false"
   }
 }
 
 build {
   sources = ["source.azure-arm.windows"]
 
-  # Containers (and Hyper-V) and OpenSSH Server; the features need the restart.
+  # The release and edition checked; Containers (and Hyper-V) and OpenSSH
+  # Server; the features need the restart.
   provisioner "powershell" {
     environment_vars = [
       "CAPWIN_WINDOWS_RELEASE=${local.release.container_release}",
       "CAPWIN_WINDOWS_BUILD=${local.release.build}",
       "CAPWIN_HYPERV=${var.hyperv}",
+      "CAPWIN_ALLOW_EVALUATION=${var.allow_evaluation}",
     ]
     # Windows Update (which adds the OpenSSH capability) does not serve a
     # plain WinRM session; elevated runs the script as a scheduled task.
     elevated_user     = "packer"
     elevated_password = build.Password
-    script            = "${path.root}/../scripts/prepare-windows.ps1"
+    script            = "${local.root}/../scripts/prepare-windows.ps1"
   }
 
   provisioner "windows-restart" {
     restart_timeout = "30m"
   }
 
+  # Windows Update: three passes, each followed by a restart (an update can
+  # hold another back until it is installed), then a check that none is
+  # pending and that Windows carries the release's minimum update. Elevated:
+  # the Windows Update Agent does not install for a remote session.
   provisioner "powershell" {
-    script = "${path.root}/../scripts/configure-openssh.ps1"
+    environment_vars  = concat(local.windows_update_environment, ["CAPWIN_WINDOWS_UPDATE_MODE=install"])
+    elevated_user     = "packer"
+    elevated_password = build.Password
+    script            = "${local.root}/../scripts/install-windows-updates.ps1"
+  }
+
+  provisioner "windows-restart" {
+    restart_timeout = "1h"
+  }
+
+  provisioner "powershell" {
+    environment_vars  = concat(local.windows_update_environment, ["CAPWIN_WINDOWS_UPDATE_MODE=install"])
+    elevated_user     = "packer"
+    elevated_password = build.Password
+    script            = "${local.root}/../scripts/install-windows-updates.ps1"
+  }
+
+  provisioner "windows-restart" {
+    restart_timeout = "1h"
+  }
+
+  provisioner "powershell" {
+    environment_vars  = concat(local.windows_update_environment, ["CAPWIN_WINDOWS_UPDATE_MODE=install"])
+    elevated_user     = "packer"
+    elevated_password = build.Password
+    script            = "${local.root}/../scripts/install-windows-updates.ps1"
+  }
+
+  provisioner "windows-restart" {
+    restart_timeout = "1h"
+  }
+
+  provisioner "powershell" {
+    environment_vars  = concat(local.windows_update_environment, ["CAPWIN_WINDOWS_UPDATE_MODE=verify"])
+    elevated_user     = "packer"
+    elevated_password = build.Password
+    script            = "${local.root}/../scripts/install-windows-updates.ps1"
+  }
+
+  provisioner "powershell" {
+    script = "${local.root}/../scripts/configure-openssh.ps1"
   }
 
   # The directory the uploads go to.
@@ -88,9 +123,10 @@ build {
 
   provisioner "file" {
     sources = [
-      "${path.root}/../files/cloudbase-init/azure/cloudbase-init.conf",
-      "${path.root}/../files/cloudbase-init/azure/cloudbase-init-unattend.conf",
-      "${path.root}/../scripts/capwin-first-boot.ps1",
+      "${local.root}/../files/cloudbase-init/azure/cloudbase-init.conf",
+      "${local.root}/../files/cloudbase-init/azure/cloudbase-init-unattend.conf",
+      "${local.root}/../scripts/capwin-first-boot.ps1",
+      "${local.root}/../scripts/capwin-specialize.ps1",
     ]
     destination = "${local.staging}/"
   }
@@ -102,7 +138,7 @@ build {
       "CAPWIN_CLOUDBASE_INIT_MIN_VERSION=1.1.7",
       "CAPWIN_STAGING=${local.staging}",
     ]
-    script = "${path.root}/../scripts/install-cloudbase-init.ps1"
+    script = "${local.root}/../scripts/install-cloudbase-init.ps1"
   }
 
   provisioner "file" {
@@ -117,11 +153,20 @@ build {
       "CAPWIN_KUBERNETES_VERSION=${var.kubernetes_version}",
       "CAPWIN_HYPERV=${var.hyperv}",
     ]
-    script = "${path.root}/../scripts/install-node-bundle.ps1"
+    script = "${local.root}/../scripts/install-node-bundle.ps1"
   }
 
   provisioner "powershell" {
-    script = "${path.root}/../scripts/prepull-pause-image.ps1"
+    script = "${local.root}/../scripts/prepull-pause-image.ps1"
+  }
+
+  # Automatic updates off, the clock's source.
+  provisioner "powershell" {
+    environment_vars = [
+      "CAPWIN_PLATFORM=azure",
+      "CAPWIN_NTP_SERVERS=${join(" ", var.ntp_servers)}",
+    ]
+    script = "${local.root}/../scripts/configure-windows.ps1"
   }
 
   provisioner "powershell" {
@@ -129,12 +174,12 @@ build {
       "CAPWIN_PLATFORM=azure",
       "CAPWIN_STAGING=${local.staging}",
     ]
-    script = "${path.root}/../scripts/finalize-image.ps1"
+    script = "${local.root}/../scripts/finalize-image.ps1"
   }
 
   # Last: generalize with cloudbase-init's Unattend.xml, in the sequence the
   # azure-arm builder documents; it then captures the VM.
   provisioner "powershell" {
-    script = "${path.root}/../scripts/sysprep-azure.ps1"
+    script = "${local.root}/../scripts/sysprep-azure.ps1"
   }
 }

@@ -40,8 +40,9 @@ Invoke-Step 'ssh host keys' {
 if ($Platform -eq 'vsphere') {
     # The build reached the VM over WinRM with basic authentication and
     # unencrypted HTTP, as the built-in Administrator whose password the
-    # build knew. None of that stays on a node: logins are the SSH keys
-    # cloudbase-init writes for its own user.
+    # build knew (the specialize pass disabled that account:
+    # capwin-specialize.ps1). None of that stays on a node: logins are the
+    # SSH keys cloudbase-init writes for its own user.
     Invoke-Step 'WinRM basic authentication and unencrypted traffic off' {
         # The WSMan: drive needs the service; a failure must be logged as
         # one, not pass as a non-terminating error.
@@ -49,9 +50,6 @@ if ($Platform -eq 'vsphere') {
         Set-Item -Path WSMan:\localhost\Service\Auth\Basic -Value $false -ErrorAction Stop
         Set-Item -Path WSMan:\localhost\Service\AllowUnencrypted -Value $false -ErrorAction Stop
         Remove-NetFirewallRule -Name 'capwin-build-winrm-http' -ErrorAction SilentlyContinue
-    }
-    Invoke-Step 'built-in Administrator disabled' {
-        Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Disable-LocalUser -ErrorAction Stop
     }
 }
 exit 0

@@ -20,6 +20,14 @@ $scripts = Join-Path $env:SystemRoot 'Setup\Scripts'
 New-Item -ItemType Directory -Force -Path $scripts | Out-Null
 $firstBoot = Join-Path $scripts 'capwin-first-boot.ps1'
 Copy-Item -Path (Join-Path $env:CAPWIN_STAGING 'capwin-first-boot.ps1') -Destination $firstBoot -Force
+# The specialize pass of each machine's Windows Setup runs cloudbase-init
+# with cloudbase-init-unattend.conf, whose LocalScriptsPlugin runs every
+# file of this directory (its local_scripts_path): capwin-specialize.ps1
+# alone.
+$specialize = Join-Path $scripts 'specialize'
+New-Item -ItemType Directory -Force -Path $specialize | Out-Null
+Get-ChildItem -Path $specialize | Remove-Item -Force -Recurse
+Copy-Item -Path (Join-Path $env:CAPWIN_STAGING 'capwin-specialize.ps1') -Destination $specialize -Force
 $setupComplete = @(
     '@echo off',
     ('powershell.exe -NoProfile -ExecutionPolicy Bypass -File "{0}" -Platform {1}' -f $firstBoot, $platform),

@@ -1,13 +1,15 @@
 # Prepares Windows for the capwin node software: checks that the machine runs
-# the Windows Server build the image is named for, enables the Containers
-# feature (and Hyper-V for Hyper-V isolation) and adds OpenSSH Server. The
-# features take effect after the restart that follows this script: capwin-node
-# install refuses to run before they are installed.
+# the Windows Server build the image is named for and is not an evaluation
+# edition (unless allowed), enables the Containers feature (and Hyper-V for
+# Hyper-V isolation) and adds OpenSSH Server. The features take effect after
+# the restart that follows this script: capwin-node install refuses to run
+# before they are installed.
 #
 # Environment (set by the Packer template):
-#   CAPWIN_WINDOWS_RELEASE  the release the image is named for (ltsc2022)
-#   CAPWIN_WINDOWS_BUILD    its build, major.minor.build (10.0.20348)
-#   CAPWIN_HYPERV           true to enable Hyper-V too
+#   CAPWIN_WINDOWS_RELEASE   the release the image is named for (ltsc2022)
+#   CAPWIN_WINDOWS_BUILD     its build, major.minor.build (10.0.20348)
+#   CAPWIN_HYPERV            true to enable Hyper-V too
+#   CAPWIN_ALLOW_EVALUATION  true to accept an evaluation edition (labs)
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
 
@@ -20,6 +22,20 @@ if ($build -ne $env:CAPWIN_WINDOWS_BUILD) {
     throw ('this machine runs Windows build {0}, but the image is built as {1} (build {2}): the ISO, base template or Marketplace SKU does not match windows_release' -f $build, $env:CAPWIN_WINDOWS_RELEASE, $env:CAPWIN_WINDOWS_BUILD)
 }
 Write-Output ('Windows build {0} ({1})' -f $build, $env:CAPWIN_WINDOWS_RELEASE)
+
+# An evaluation edition (EditionID ServerDatacenterEval, ServerStandardEval)
+# runs for about 180 days from each machine's first boot; then Windows shuts
+# the machine down every hour. Nodes made from it would fail in half a year,
+# all within days of each other: refused unless the image is for a lab.
+$edition = $version.EditionID
+if ($edition -like '*Eval') {
+    if ($env:CAPWIN_ALLOW_EVALUATION -ne 'true') {
+        throw ('this machine runs the evaluation edition {0}: its nodes would shut down every hour once the evaluation ends, about 180 days after their first boot. Install from licensed media (product_key), or set allow_evaluation = true for a lab image' -f $edition)
+    }
+    Write-Output ('edition {0}: an evaluation, accepted because allow_evaluation is true (a lab image)' -f $edition)
+} else {
+    Write-Output ('edition {0}' -f $edition)
+}
 
 $features = @('Containers')
 if ($env:CAPWIN_HYPERV -eq 'true') {

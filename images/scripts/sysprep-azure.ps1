@@ -22,16 +22,15 @@ foreach ($service in Get-Service -Name @('RdAgent', 'WindowsAzureTelemetryServic
         Start-Sleep -Seconds 5
     }
 }
-# Sysprep would leave the built-in Administrator marked "must change
-# password at next logon", which image-builder found to stall first boot with
-# this answer file (intermittent OSProvisioningTimedOut, image-builder PR
-# #2117); it stays disabled, and cloudbase-init makes the osProfile's
-# administrator as an account of its own. The built-in account is found by
-# its SID (RID 500), whatever it is named. maxpwage: no local password
-# expires while the image waits to be used.
+# No local password expires while the image waits to be used. The built-in
+# Administrator stays enabled here: on Azure it is the packer user this very
+# session runs as (Azure makes the osProfile's administrator by renaming
+# it), and every request of the session after this script logs in again, so
+# disabling it would cut the build off before sysprep's end is seen. Each
+# machine made from the image disables it in its specialize pass
+# (capwin-specialize.ps1).
 & net.exe accounts /maxpwage:unlimited
 if ($LASTEXITCODE -ne 0) { throw "net accounts /maxpwage:unlimited exited $LASTEXITCODE" }
-Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Disable-LocalUser
 # An answer file left here would be applied instead of the one passed.
 Remove-Item -Path (Join-Path $env:SystemRoot 'System32\Sysprep\unattend.xml') -Force -ErrorAction SilentlyContinue
 & (Join-Path $env:SystemRoot 'System32\Sysprep\Sysprep.exe') /oobe /generalize /quiet /quit /mode:vm ('/unattend:{0}' -f $unattend)

@@ -169,6 +169,30 @@ variable "base_template" {
   description = "Inventory path or name of a Windows Server template (not generalized, VMware Tools installed, WinRM over HTTP with basic authentication for winrm_username) to clone (vsphere-clone)."
 }
 
+# --- Windows itself ------------------------------------------------------------
+
+variable "windows_updates" {
+  type        = bool
+  default     = true
+  description = "Install every software update Windows Update offers during the build, restarting between passes, and fail if one is still pending. Nodes never update themselves (automatic updates are off by policy): patch them by building a new image and rolling it out. With false, the media or base image must already carry the release's minimum update (docs/images.md)."
+}
+
+variable "allow_evaluation" {
+  type        = bool
+  default     = false
+  description = "Accept an evaluation edition of Windows Server. Every machine made from such an image runs for about 180 days from its first boot, then Windows shuts it down every hour: for labs only."
+}
+
+variable "ntp_servers" {
+  type        = list(string)
+  default     = []
+  description = "NTP servers (host names or addresses) the nodes set their clocks by. Empty: on vSphere the DHCP server's (option 42), read by cloudbase-init at each machine's first boot, else Windows' default; on Azure the Hyper-V host's clock, as Azure sets it up."
+  validation {
+    condition     = length([for s in var.ntp_servers : s if can(regex("^[A-Za-z0-9][A-Za-z0-9.:-]*$", s))]) == length(var.ntp_servers)
+    error_message = "Each of ntp_servers must be a host name or an address, without spaces or commas."
+  }
+}
+
 # --- Software in the image ----------------------------------------------------
 
 variable "cloudbase_init_version" {
@@ -221,20 +245,27 @@ locals {
     "2019" = {
       container_release = "ltsc2019"
       build             = "10.0.17763"
-      guest_os_type     = "windows2019srv_64Guest"
-      image_name        = "Windows Server 2019 SERVERDATACENTERCORE"
+      # KB4489899 (17763.379): the win-overlay network flannel's VXLAN needs.
+      min_revision  = 379
+      guest_os_type = "windows2019srv_64Guest"
+      image_name    = "Windows Server 2019 SERVERDATACENTERCORE"
     }
     "2022" = {
       container_release = "ltsc2022"
       build             = "10.0.20348"
-      guest_os_type     = "windows2019srvNext_64Guest"
-      image_name        = "Windows Server 2022 SERVERDATACENTERCORE"
+      # KB5012637 (20348.681): the container networking fix Windows nodes
+      # of Kubernetes distributions require of Windows Server 2022.
+      min_revision  = 681
+      guest_os_type = "windows2019srvNext_64Guest"
+      image_name    = "Windows Server 2022 SERVERDATACENTERCORE"
     }
     "2025" = {
       container_release = "ltsc2025"
       build             = "10.0.26100"
-      guest_os_type     = "windows2022srvNext_64Guest"
-      image_name        = "Windows Server 2025 SERVERDATACENTERCORE"
+      # No update is known to be required on top of the release.
+      min_revision  = 0
+      guest_os_type = "windows2022srvNext_64Guest"
+      image_name    = "Windows Server 2025 SERVERDATACENTERCORE"
     }
   }
   release = local.windows_releases[var.windows_release]
@@ -243,10 +274,26 @@ locals {
 
   cloudbase_init_msi_url = var.cloudbase_init_msi_url != "" ? var.cloudbase_init_msi_url : "https://github.com/cloudbase/cloudbase-init/releases/download/${var.cloudbase_init_version}/CloudbaseInitSetup_${replace(var.cloudbase_init_version, ".", "_")}_x64.msi"
 
-  bundle_name   = "capwin-node-bundle-${var.kubernetes_version}-windows-amd64.zip"
-  bundle_dir    = var.bundle_dir != "" ? var.bundle_dir : "${path.root}/../../out/bundle"
-  bundle_zip    = "${local.bundle_dir}/${local.bundle_name}"
-  bundle_sha256 = var.bundle_sha256 != "" ? lower(var.bundle_sha256) : filesha256(local.bundle_zip)
+  # This directory as an absolute path: Packer resolves the path given to
+  # file() and templatefile() against the template's directory, and the
+  # provisioners' paths against the working directory, so only an absolute
+  # path means the same file to both, whether packer runs here or at the
+  # repository's root (packer build images/<platform>).
+  root = abspath(path.root)
+
+  bundle_name = "capwin-node-bundle-${var.kubernetes_version}-windows-amd64.zip"
+  bundle_dir  = var.bundle_dir != "" ? abspath(var.bundle_dir) : "${local.root}/../../out/bundle"
+  bundle_zip  = "${local.bundle_dir}/${local.bundle_name}"
+  # Packer cannot hash a binary file (its file() reads UTF-8 text only):
+  # make bundle writes the zip's SHA-256 beside it, as sha256sum does.
+  bundle_sha256 = var.bundle_sha256 != "" ? lower(var.bundle_sha256) : substr(file("${local.bundle_zip}.sha256"), 0, 64)
+
+  # What each pass of install-windows-updates.ps1 is told, but its mode.
+  windows_update_environment = [
+    "CAPWIN_WINDOWS_UPDATES=${var.windows_updates}",
+    "CAPWIN_WINDOWS_BUILD=${local.release.build}",
+    "CAPWIN_MIN_REVISION=${local.release.min_revision}",
+  ]
 
   # Where the build uploads its files on the VM; finalize-image.ps1 removes it.
   staging = "C:/Windows/Temp/capwin-image"

@@ -7,16 +7,6 @@
 #   packer build -only 'vsphere-clone.windows' ...  cloned from a base template
 # See docs/images.md.
 
-packer {
-  required_version = ">= 1.10.0"
-  required_plugins {
-    vsphere = {
-      source  = "github.com/vmware/vsphere"
-      version = ">= 2.0.0"
-    }
-  }
-}
-
 source "vsphere-iso" "windows" {
   vcenter_server      = var.vcenter_server
   username            = var.vcenter_username
@@ -50,9 +40,9 @@ source "vsphere-iso" "windows" {
   # itself) and a CD with the answer file and the first-logon script.
   iso_paths = [var.windows_iso_path, var.vmware_tools_iso_path]
   cd_label  = "CAPWIN"
-  cd_files  = ["${path.root}/../scripts/vsphere-first-logon.ps1"]
+  cd_files  = ["${local.root}/../scripts/vsphere-first-logon.ps1"]
   cd_content = {
-    "autounattend.xml" = templatefile("${path.root}/autounattend.xml.pkrtpl", {
+    "autounattend.xml" = templatefile("${local.root}/autounattend.xml.pkrtpl", {
       admin_password = var.admin_password
       image_name     = var.windows_image_name != "" ? var.windows_image_name : local.release.image_name
       product_key    = var.product_key
@@ -119,26 +109,72 @@ locals {
 build {
   sources = ["source.vsphere-iso.windows", "source.vsphere-clone.windows"]
 
-  # Containers (and Hyper-V) and OpenSSH Server; the features need the restart.
+  # The release and edition checked; Containers (and Hyper-V) and OpenSSH
+  # Server; the features need the restart.
   provisioner "powershell" {
     environment_vars = [
       "CAPWIN_WINDOWS_RELEASE=${local.release.container_release}",
       "CAPWIN_WINDOWS_BUILD=${local.release.build}",
       "CAPWIN_HYPERV=${var.hyperv}",
+      "CAPWIN_ALLOW_EVALUATION=${var.allow_evaluation}",
     ]
     # Windows Update (which adds the OpenSSH capability) does not serve a
     # plain WinRM session; elevated runs the script as a scheduled task.
     elevated_user     = var.winrm_username
     elevated_password = var.admin_password
-    script            = "${path.root}/../scripts/prepare-windows.ps1"
+    script            = "${local.root}/../scripts/prepare-windows.ps1"
   }
 
   provisioner "windows-restart" {
     restart_timeout = "30m"
   }
 
+  # Windows Update: three passes, each followed by a restart (an update can
+  # hold another back until it is installed), then a check that none is
+  # pending and that Windows carries the release's minimum update. Elevated:
+  # the Windows Update Agent does not install for a remote session.
   provisioner "powershell" {
-    script = "${path.root}/../scripts/configure-openssh.ps1"
+    environment_vars  = concat(local.windows_update_environment, ["CAPWIN_WINDOWS_UPDATE_MODE=install"])
+    elevated_user     = var.winrm_username
+    elevated_password = var.admin_password
+    script            = "${local.root}/../scripts/install-windows-updates.ps1"
+  }
+
+  provisioner "windows-restart" {
+    restart_timeout = "1h"
+  }
+
+  provisioner "powershell" {
+    environment_vars  = concat(local.windows_update_environment, ["CAPWIN_WINDOWS_UPDATE_MODE=install"])
+    elevated_user     = var.winrm_username
+    elevated_password = var.admin_password
+    script            = "${local.root}/../scripts/install-windows-updates.ps1"
+  }
+
+  provisioner "windows-restart" {
+    restart_timeout = "1h"
+  }
+
+  provisioner "powershell" {
+    environment_vars  = concat(local.windows_update_environment, ["CAPWIN_WINDOWS_UPDATE_MODE=install"])
+    elevated_user     = var.winrm_username
+    elevated_password = var.admin_password
+    script            = "${local.root}/../scripts/install-windows-updates.ps1"
+  }
+
+  provisioner "windows-restart" {
+    restart_timeout = "1h"
+  }
+
+  provisioner "powershell" {
+    environment_vars  = concat(local.windows_update_environment, ["CAPWIN_WINDOWS_UPDATE_MODE=verify"])
+    elevated_user     = var.winrm_username
+    elevated_password = var.admin_password
+    script            = "${local.root}/../scripts/install-windows-updates.ps1"
+  }
+
+  provisioner "powershell" {
+    script = "${local.root}/../scripts/configure-openssh.ps1"
   }
 
   # The directory the uploads go to.
@@ -148,12 +184,20 @@ build {
 
   provisioner "file" {
     sources = [
-      "${path.root}/../files/cloudbase-init/vsphere/cloudbase-init.conf",
-      "${path.root}/../files/cloudbase-init/vsphere/cloudbase-init-unattend.conf",
-      "${path.root}/../files/vmware-tools/tools.conf",
-      "${path.root}/../scripts/capwin-first-boot.ps1",
+      "${local.root}/../files/cloudbase-init/vsphere/cloudbase-init-unattend.conf",
+      "${local.root}/../files/vmware-tools/tools.conf",
+      "${local.root}/../scripts/capwin-first-boot.ps1",
+      "${local.root}/../scripts/capwin-specialize.ps1",
     ]
     destination = "${local.staging}/"
+  }
+
+  # cloudbase-init's configuration, which depends on ntp_servers.
+  provisioner "file" {
+    content = templatefile("${local.root}/../files/cloudbase-init/vsphere/cloudbase-init.conf.pkrtpl", {
+      ntp_use_dhcp_config = length(var.ntp_servers) == 0
+    })
+    destination = "${local.staging}/cloudbase-init.conf"
   }
 
   provisioner "powershell" {
@@ -163,12 +207,12 @@ build {
       "CAPWIN_CLOUDBASE_INIT_MIN_VERSION=1.1.7",
       "CAPWIN_STAGING=${local.staging}",
     ]
-    script = "${path.root}/../scripts/install-cloudbase-init.ps1"
+    script = "${local.root}/../scripts/install-cloudbase-init.ps1"
   }
 
   provisioner "powershell" {
     environment_vars = ["CAPWIN_STAGING=${local.staging}"]
-    script           = "${path.root}/../scripts/configure-vmware-tools.ps1"
+    script           = "${local.root}/../scripts/configure-vmware-tools.ps1"
   }
 
   provisioner "file" {
@@ -183,11 +227,20 @@ build {
       "CAPWIN_KUBERNETES_VERSION=${var.kubernetes_version}",
       "CAPWIN_HYPERV=${var.hyperv}",
     ]
-    script = "${path.root}/../scripts/install-node-bundle.ps1"
+    script = "${local.root}/../scripts/install-node-bundle.ps1"
   }
 
   provisioner "powershell" {
-    script = "${path.root}/../scripts/prepull-pause-image.ps1"
+    script = "${local.root}/../scripts/prepull-pause-image.ps1"
+  }
+
+  # Automatic updates off, the clock's source.
+  provisioner "powershell" {
+    environment_vars = [
+      "CAPWIN_PLATFORM=vsphere",
+      "CAPWIN_NTP_SERVERS=${join(" ", var.ntp_servers)}",
+    ]
+    script = "${local.root}/../scripts/configure-windows.ps1"
   }
 
   provisioner "powershell" {
@@ -195,6 +248,6 @@ build {
       "CAPWIN_PLATFORM=vsphere",
       "CAPWIN_STAGING=${local.staging}",
     ]
-    script = "${path.root}/../scripts/finalize-image.ps1"
+    script = "${local.root}/../scripts/finalize-image.ps1"
   }
 }
