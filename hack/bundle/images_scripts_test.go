@@ -176,11 +176,14 @@ func TestSysprepKeepsTheSessionsAccount(t *testing.T) {
 }
 
 // specializeProblems: capwin-specialize.ps1 disables the account whose SID
-// ends in 500, whatever its name.
+// ends in 500, whatever its name, and the build's account that
+// finalize-image.ps1 recorded.
 func specializeProblems(cmds []psCommand) []string {
 	return inOrder("capwin-specialize.ps1", cmds,
 		step{"Get-LocalUser", nil},
 		step{"Where-Object", []string{"S-1-5-21-*-500"}},
+		step{"Get-ItemProperty", []string{`'HKLM:\SOFTWARE\capwin\image'`, "'BuildAccount'"}},
+		step{"Get-LocalUser", []string{"$recorded.BuildAccount"}},
 		step{"Disable-LocalUser", nil},
 	)
 }
@@ -195,7 +198,7 @@ func TestSpecializeDisablesTheBuiltinAdministrator(t *testing.T) {
 	for _, p := range specializeProblems(script(t, "capwin-specialize.ps1")) {
 		t.Error(p)
 	}
-	if p := specializeProblems(changed(t, "capwin-specialize.ps1", "$builtin | Disable-LocalUser", "$builtin | Out-Null")); len(p) == 0 {
+	if p := specializeProblems(changed(t, "capwin-specialize.ps1", "$account | Disable-LocalUser", "$account | Out-Null")); len(p) == 0 {
 		t.Error("a specialize script that disables nothing passed")
 	}
 	const dir = `C:\Windows\Setup\Scripts\specialize\`
@@ -214,20 +217,37 @@ func TestSpecializeDisablesTheBuiltinAdministrator(t *testing.T) {
 		step{"Join-Path", []string{"$env:SystemRoot", `'Setup\Scripts'`}},
 		step{"Join-Path", []string{"$scripts", "'specialize'"}},
 		step{"Copy-Item", []string{"capwin-specialize.ps1", "$specialize"}},
+		step{"Set-ItemProperty", []string{"$record", "'BuildAccount'", "$env:CAPWIN_BUILD_ACCOUNT"}},
 	) {
 		t.Error(p)
 	}
-	for _, name := range []string{"capwin-first-boot.ps1", "finalize-image.ps1", "prepare-windows.ps1", "configure-windows.ps1"} {
+	// The specialize pass's failure is only in cloudbase-init's log, and it
+	// does not run without metadata: the first boot runs the script again
+	// and logs what it says.
+	for _, p := range inOrder("capwin-first-boot.ps1", script(t, "capwin-first-boot.ps1"),
+		step{"*capwin-specialize.ps1", nil},
+		step{"Write-Log", []string{"capwin-specialize"}},
+	) {
+		t.Error(p)
+	}
+	// Each template records the account it logs in as.
+	for platform, account := range map[string]string{"vsphere": `"CAPWIN_BUILD_ACCOUNT=${var.winrm_username}"`, "azure": `"CAPWIN_BUILD_ACCOUNT=packer"`} {
+		finalize := slices.IndexFunc(provisioners(t, platform), func(p provisioner) bool { return p.script == "finalize-image.ps1" })
+		if finalize < 0 || !strings.Contains(provisioners(t, platform)[finalize].env, account) {
+			t.Errorf("images/%s does not give finalize-image.ps1 %s, the account its source logs in as", platform, account)
+		}
+	}
+	for _, name := range []string{"capwin-first-boot.ps1", "finalize-image.ps1", "prepare-windows.ps1", "configure-time.ps1"} {
 		for _, c := range accountChanges(script(t, name)) {
 			t.Errorf("%s changes a local account (%s): capwin-specialize.ps1 alone does", name, c)
 		}
 	}
 }
 
-// TestWindowsUpdateAtBuildOnly: each template runs Windows Update three
-// times, elevated, with a restart after each, then checks; and turns
-// automatic updates off for the nodes after that, before the image is
-// finalized (and, on Azure, generalized last).
+// TestWindowsUpdateAtBuildOnly: each template turns automatic updates off
+// first, then runs Windows Update five times, elevated and with a time
+// limit, with a restart after each, then checks; and sets the clock after
+// that, before the image is finalized (and, on Azure, generalized last).
 func TestWindowsUpdateAtBuildOnly(t *testing.T) {
 	for _, platform := range []string{"vsphere", "azure"} {
 		for _, p := range buildOrderProblems(provisioners(t, platform), platform) {
@@ -245,22 +265,41 @@ func TestWindowsUpdateAtBuildOnly(t *testing.T) {
 
 	cmds := script(t, "install-windows-updates.ps1")
 	for _, p := range inOrder("install-windows-updates.ps1", cmds,
-		step{".Search", nil},
+		// install: search, skip what may ask for input, accept, download,
+		// install, each retried.
+		step{"Search-Updates", []string{"$session"}},
+		step{"continue", nil},
 		step{".AcceptEula", nil},
-		step{".CreateUpdateDownloader", nil},
-		step{".Download", nil},
-		step{".CreateUpdateInstaller", nil},
-		step{".Install", nil},
-		// verify: the revision, then nothing pending.
+		step{"Retry", []string{"$downloader.Download()"}},
+		step{"Retry", []string{"$installer.Install()"}},
+		// verify: the revision, no restart pending, nothing pending but
+		// Defender's definitions.
 		step{"Get-ItemProperty", []string{`Windows NT\CurrentVersion`}},
 		step{"throw", []string{"older than"}},
-		step{".Search", nil},
+		step{"Test-RestartPending", nil},
+		step{"throw", []string{"waits for a restart"}},
+		step{"Search-Updates", []string{"$session"}},
 		step{"throw", []string{"still not installed"}},
 	) {
 		t.Error(p)
 	}
-	for _, p := range inOrder("configure-windows.ps1", script(t, "configure-windows.ps1"),
+	data, err := os.ReadFile(filepath.Join(repoRoot, "images", "scripts", "install-windows-updates.ps1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`$criteria = "IsInstalled=0 and IsHidden=0 and BrowseOnly=0 and Type='Software'"`,
+		`if ($update.InstallationBehavior.CanRequestUserInput) {`,
+		`$definitions = 'E0789628-CE08-4437-BE74-2495B842F43B'`,
+		`@($_.Categories | Where-Object { $_.CategoryID -eq $definitions }).Count -eq 0`,
+	} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("install-windows-updates.ps1 lacks %q", want)
+		}
+	}
+	for _, p := range inOrder("prepare-windows.ps1", script(t, "prepare-windows.ps1"),
 		step{"Set-ItemProperty", []string{`$au`, "'NoAutoUpdate'", "-Value 1"}},
+		step{"Install-WindowsFeature", nil},
 	) {
 		t.Error(p)
 	}
@@ -270,7 +309,7 @@ func TestWindowsUpdateAtBuildOnly(t *testing.T) {
 // order checks care.
 type provisioner struct {
 	kind, script, mode string
-	elevated           bool
+	elevated, timeout  bool
 	env                string
 }
 
@@ -318,6 +357,7 @@ func provisioners(t *testing.T, platform string) []provisioner {
 				}
 			}
 			_, step.elevated = p.Body.Attributes["elevated_user"]
+			_, step.timeout = p.Body.Attributes["timeout"]
 			out = append(out, step)
 		}
 	}
@@ -331,23 +371,17 @@ func buildOrderProblems(steps []provisioner, platform string) []string {
 		names = append(names, s.String())
 	}
 	seq := strings.Join(names, "\n")
-	want := strings.Join([]string{
-		"powershell prepare-windows.ps1 ",
-		"windows-restart",
-		"powershell install-windows-updates.ps1 install",
-		"windows-restart",
-		"powershell install-windows-updates.ps1 install",
-		"windows-restart",
-		"powershell install-windows-updates.ps1 install",
-		"windows-restart",
-		"powershell install-windows-updates.ps1 verify",
-	}, "\n")
-	if !strings.HasPrefix(seq, want) {
-		problems = append(problems, fmt.Sprintf("images/%s's build does not start with the release check, its restart and three Windows Update passes each followed by a restart, then the check:\n%s", platform, seq))
+	want := []string{"powershell prepare-windows.ps1 ", "windows-restart"}
+	for range 5 {
+		want = append(want, "powershell install-windows-updates.ps1 install", "windows-restart")
+	}
+	want = append(want, "powershell install-windows-updates.ps1 verify")
+	if !strings.HasPrefix(seq, strings.Join(want, "\n")) {
+		problems = append(problems, fmt.Sprintf("images/%s's build does not start with the release check, its restart and five Windows Update passes each followed by a restart, then the check:\n%s", platform, seq))
 	}
 	for _, s := range steps {
-		if s.script == "install-windows-updates.ps1" && !s.elevated {
-			problems = append(problems, fmt.Sprintf("images/%s runs %s %s without elevated_user: the Windows Update Agent does not install for a remote session", platform, s.script, s.mode))
+		if s.script == "install-windows-updates.ps1" && (!s.elevated || !s.timeout) {
+			problems = append(problems, fmt.Sprintf("images/%s runs %s %s without elevated_user (the Windows Update Agent does not install for a remote session) or without a timeout (an update waiting for input hangs it)", platform, s.script, s.mode))
 		}
 		if s.script == "prepare-windows.ps1" && !strings.Contains(s.env, `"CAPWIN_ALLOW_EVALUATION=${var.allow_evaluation}"`) {
 			problems = append(problems, fmt.Sprintf("images/%s does not tell prepare-windows.ps1 allow_evaluation", platform))
@@ -358,11 +392,11 @@ func buildOrderProblems(steps []provisioner, platform string) []string {
 	if last != wantLast {
 		problems = append(problems, fmt.Sprintf("images/%s's build ends with %s, not %s", platform, last, wantLast))
 	}
-	configure := slices.IndexFunc(steps, func(p provisioner) bool { return p.script == "configure-windows.ps1" })
+	configure := slices.IndexFunc(steps, func(p provisioner) bool { return p.script == "configure-time.ps1" })
 	finalize := slices.IndexFunc(steps, func(p provisioner) bool { return p.script == "finalize-image.ps1" })
 	verify := slices.IndexFunc(steps, func(p provisioner) bool { return p.mode == "verify" })
 	if configure < verify || configure > finalize {
-		problems = append(problems, fmt.Sprintf("images/%s runs configure-windows.ps1 (automatic updates off, the clock) at %d, not between the last Windows Update pass (%d) and finalize-image.ps1 (%d)", platform, configure, verify, finalize))
+		problems = append(problems, fmt.Sprintf("images/%s runs configure-time.ps1 at %d, not between the last Windows Update pass (%d) and finalize-image.ps1 (%d)", platform, configure, verify, finalize))
 	}
 	return problems
 }
@@ -398,7 +432,7 @@ func cloudbaseInitConf(t *testing.T, platform, name string) map[string]string {
 // TestTimeSource: on vSphere cloudbase-init sets the clock's source at
 // each machine's first boot (NTPClientPlugin: the service automatic, the
 // DHCP server's NTP servers unless the image names some, the real-time
-// clock UTC as configure-windows.ps1 sets it, so that the plugin does not
+// clock UTC as configure-time.ps1 sets it, so that the plugin does not
 // restart the machine to change it); on Azure the image leaves the
 // Hyper-V host's clock in charge and the real-time clock as Azure has it.
 func TestTimeSource(t *testing.T) {
@@ -415,8 +449,8 @@ func TestTimeSource(t *testing.T) {
 	if strings.Contains(azure["plugins"], "NTPClientPlugin") {
 		t.Errorf("Azure's cloudbase-init.conf runs NTPClientPlugin, which would set the real-time clock (real_time_clock_utc=%q) and restart the machine", azure["real_time_clock_utc"])
 	}
-	cmds := script(t, "configure-windows.ps1")
-	for _, p := range inOrder("configure-windows.ps1", cmds,
+	cmds := script(t, "configure-time.ps1")
+	for _, p := range inOrder("configure-time.ps1", cmds,
 		step{"Set-Service", []string{"w32time", "Automatic"}},
 		step{"Set-ItemProperty", []string{"'NtpServer'", "$peers"}},
 		step{"Set-ItemProperty", []string{"TimeZoneInformation", "'RealTimeIsUniversal'", "-Value 1"}},
@@ -424,14 +458,14 @@ func TestTimeSource(t *testing.T) {
 		t.Error(p)
 	}
 	// The real-time clock is set on vSphere only.
-	data, err := os.ReadFile(filepath.Join(repoRoot, "images", "scripts", "configure-windows.ps1"))
+	data, err := os.ReadFile(filepath.Join(repoRoot, "images", "scripts", "configure-time.ps1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rtc := strings.Index(string(data), "'RealTimeIsUniversal'")
 	branch := strings.LastIndex(string(data[:rtc]), "if ($platform -eq ")
 	if branch < 0 || !strings.HasPrefix(string(data[branch:]), "if ($platform -eq 'vsphere')") {
-		t.Errorf("configure-windows.ps1 sets RealTimeIsUniversal outside its vSphere branch")
+		t.Errorf("configure-time.ps1 sets RealTimeIsUniversal outside its vSphere branch")
 	}
 	// The template renders ntp_use_dhcp_config from ntp_servers.
 	for _, p := range provisionerBodies(t, "vsphere", "file") {
@@ -479,7 +513,7 @@ func TestEvaluationRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"$edition = $version.EditionID", "if ($edition -like '*Eval') {", "if ($env:CAPWIN_ALLOW_EVALUATION -ne 'true') {"} {
+	for _, want := range []string{"$edition = $version.EditionID", "if ($edition -like '*Eval*') {", "if ($env:CAPWIN_ALLOW_EVALUATION -ne 'true') {"} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("prepare-windows.ps1 lacks %q", want)
 		}

@@ -48,8 +48,8 @@ source "azure-arm" "windows" {
 build {
   sources = ["source.azure-arm.windows"]
 
-  # The release and edition checked; Containers (and Hyper-V) and OpenSSH
-  # Server; the features need the restart.
+  # The release and edition checked; automatic updates off; Containers (and
+  # Hyper-V) and OpenSSH Server; the features need the restart.
   provisioner "powershell" {
     environment_vars = [
       "CAPWIN_WINDOWS_RELEASE=${local.release.container_release}",
@@ -68,15 +68,18 @@ build {
     restart_timeout = "30m"
   }
 
-  # Windows Update: three passes, each followed by a restart (an update can
-  # hold another back until it is installed), then a check that none is
-  # pending and that Windows carries the release's minimum update. Elevated:
-  # the Windows Update Agent does not install for a remote session.
+  # Windows Update: five passes, each followed by a restart (an update can
+  # hold another back until it is installed and the machine restarted), then
+  # a check that none is pending, no restart is, and Windows carries the
+  # release's minimum update. Elevated: the Windows Update Agent does not
+  # install for a remote session. A pass that hangs (an update waiting for
+  # input) fails the build after two hours.
   provisioner "powershell" {
     environment_vars  = concat(local.windows_update_environment, ["CAPWIN_WINDOWS_UPDATE_MODE=install"])
     elevated_user     = "packer"
     elevated_password = build.Password
     script            = "${local.root}/../scripts/install-windows-updates.ps1"
+    timeout           = "2h"
   }
 
   provisioner "windows-restart" {
@@ -88,6 +91,7 @@ build {
     elevated_user     = "packer"
     elevated_password = build.Password
     script            = "${local.root}/../scripts/install-windows-updates.ps1"
+    timeout           = "2h"
   }
 
   provisioner "windows-restart" {
@@ -99,6 +103,31 @@ build {
     elevated_user     = "packer"
     elevated_password = build.Password
     script            = "${local.root}/../scripts/install-windows-updates.ps1"
+    timeout           = "2h"
+  }
+
+  provisioner "windows-restart" {
+    restart_timeout = "1h"
+  }
+
+  provisioner "powershell" {
+    environment_vars  = concat(local.windows_update_environment, ["CAPWIN_WINDOWS_UPDATE_MODE=install"])
+    elevated_user     = "packer"
+    elevated_password = build.Password
+    script            = "${local.root}/../scripts/install-windows-updates.ps1"
+    timeout           = "2h"
+  }
+
+  provisioner "windows-restart" {
+    restart_timeout = "1h"
+  }
+
+  provisioner "powershell" {
+    environment_vars  = concat(local.windows_update_environment, ["CAPWIN_WINDOWS_UPDATE_MODE=install"])
+    elevated_user     = "packer"
+    elevated_password = build.Password
+    script            = "${local.root}/../scripts/install-windows-updates.ps1"
+    timeout           = "2h"
   }
 
   provisioner "windows-restart" {
@@ -110,6 +139,7 @@ build {
     elevated_user     = "packer"
     elevated_password = build.Password
     script            = "${local.root}/../scripts/install-windows-updates.ps1"
+    timeout           = "1h"
   }
 
   provisioner "powershell" {
@@ -160,19 +190,20 @@ build {
     script = "${local.root}/../scripts/prepull-pause-image.ps1"
   }
 
-  # Automatic updates off, the clock's source.
+  # The clock's source.
   provisioner "powershell" {
     environment_vars = [
       "CAPWIN_PLATFORM=azure",
       "CAPWIN_NTP_SERVERS=${join(" ", var.ntp_servers)}",
     ]
-    script = "${local.root}/../scripts/configure-windows.ps1"
+    script = "${local.root}/../scripts/configure-time.ps1"
   }
 
   provisioner "powershell" {
     environment_vars = [
       "CAPWIN_PLATFORM=azure",
       "CAPWIN_STAGING=${local.staging}",
+      "CAPWIN_BUILD_ACCOUNT=packer",
     ]
     script = "${local.root}/../scripts/finalize-image.ps1"
   }

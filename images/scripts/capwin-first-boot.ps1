@@ -37,6 +37,18 @@ Invoke-Step 'ssh host keys' {
     Start-Service -Name sshd -ErrorAction Stop
 }
 
+# capwin-specialize.ps1 disabled the built-in Administrator and the
+# build's account in the specialize pass, where a failure is only in
+# cloudbase-init's log (its unattend run ignores a local script's exit
+# code), and where it did not run if cloudbase-init found no metadata. Here
+# it is checked, done again if needed, and said.
+Invoke-Step 'build accounts disabled' {
+    & (Join-Path $PSScriptRoot 'specialize\capwin-specialize.ps1') *>&1 | ForEach-Object { Write-Log ("capwin-specialize: $_") }
+    if ($LASTEXITCODE -ne 0) {
+        throw ('capwin-specialize.ps1 exited with {0}' -f $LASTEXITCODE)
+    }
+}
+
 if ($Platform -eq 'vsphere') {
     # The build reached the VM over WinRM with basic authentication and
     # unencrypted HTTP, as the built-in Administrator whose password the

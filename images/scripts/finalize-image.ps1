@@ -2,8 +2,9 @@
 # the image and removes what the build left behind.
 #
 # Environment (set by the Packer template):
-#   CAPWIN_PLATFORM  vsphere or azure
-#   CAPWIN_STAGING   the directory the build uploaded its files to
+#   CAPWIN_PLATFORM       vsphere or azure
+#   CAPWIN_STAGING        the directory the build uploaded its files to
+#   CAPWIN_BUILD_ACCOUNT  the account the build logged in as
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
 
@@ -28,6 +29,11 @@ $specialize = Join-Path $scripts 'specialize'
 New-Item -ItemType Directory -Force -Path $specialize | Out-Null
 Get-ChildItem -Path $specialize | Remove-Item -Force -Recurse
 Copy-Item -Path (Join-Path $env:CAPWIN_STAGING 'capwin-specialize.ps1') -Destination $specialize -Force
+# The build's account, which capwin-specialize.ps1 disables on every machine
+# (with the built-in Administrator, when it is another).
+$record = 'HKLM:\SOFTWARE\capwin\image'
+New-Item -Path $record -Force | Out-Null
+Set-ItemProperty -Path $record -Name 'BuildAccount' -Value $env:CAPWIN_BUILD_ACCOUNT -Type String
 $setupComplete = @(
     '@echo off',
     ('powershell.exe -NoProfile -ExecutionPolicy Bypass -File "{0}" -Platform {1}' -f $firstBoot, $platform),

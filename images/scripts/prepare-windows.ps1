@@ -1,7 +1,8 @@
 # Prepares Windows for the capwin node software: checks that the machine runs
 # the Windows Server build the image is named for and is not an evaluation
-# edition (unless allowed), enables the Containers feature (and Hyper-V for
-# Hyper-V isolation) and adds OpenSSH Server. The features take effect after
+# edition (unless allowed), turns automatic updates off, enables the
+# Containers feature (and Hyper-V for Hyper-V isolation) and adds OpenSSH
+# Server. The features take effect after
 # the restart that follows this script: capwin-node install refuses to run
 # before they are installed.
 #
@@ -23,12 +24,13 @@ if ($build -ne $env:CAPWIN_WINDOWS_BUILD) {
 }
 Write-Output ('Windows build {0} ({1})' -f $build, $env:CAPWIN_WINDOWS_RELEASE)
 
-# An evaluation edition (EditionID ServerDatacenterEval, ServerStandardEval)
+# An evaluation edition (EditionID ServerDatacenterEval, ServerStandardEval;
+# DISM says ServerDatacenterEvalCor of Server Core)
 # runs for about 180 days from each machine's first boot; then Windows shuts
 # the machine down every hour. Nodes made from it would fail in half a year,
 # all within days of each other: refused unless the image is for a lab.
 $edition = $version.EditionID
-if ($edition -like '*Eval') {
+if ($edition -like '*Eval*') {
     if ($env:CAPWIN_ALLOW_EVALUATION -ne 'true') {
         throw ('this machine runs the evaluation edition {0}: its nodes would shut down every hour once the evaluation ends, about 180 days after their first boot. Install from licensed media (product_key), or set allow_evaluation = true for a lab image' -f $edition)
     }
@@ -36,6 +38,21 @@ if ($edition -like '*Eval') {
 } else {
     Write-Output ('edition {0}' -f $edition)
 }
+
+# Windows Update by policy (HKLM\SOFTWARE\Policies, as Group Policy's
+# "Configure Automatic Updates" writes it): Automatic Updates off, so a node
+# never installs an update or restarts for one by itself. The Windows Update
+# Agent's own setting does nothing since Windows Server 2016, and it is all
+# cloudbase-init's WindowsAutoUpdatesPlugin would set from the Azure VM's
+# enableAutomaticUpdates. AUOptions 2 (notify before downloading) is what
+# applies should the policy be turned on. Set at the build's start: its own
+# Windows Update passes must meet no automatic one (0x80240016) and no
+# restart Windows decides.
+$au = 'HKLM:\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU'
+New-Item -Path $au -Force | Out-Null
+Set-ItemProperty -Path $au -Name 'NoAutoUpdate' -Value 1 -Type DWord
+Set-ItemProperty -Path $au -Name 'AUOptions' -Value 2 -Type DWord
+Write-Output 'Windows Update: automatic updates off by policy'
 
 $features = @('Containers')
 if ($env:CAPWIN_HYPERV -eq 'true') {

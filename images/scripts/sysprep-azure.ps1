@@ -34,10 +34,17 @@ if ($LASTEXITCODE -ne 0) { throw "net accounts /maxpwage:unlimited exited $LASTE
 # An answer file left here would be applied instead of the one passed.
 Remove-Item -Path (Join-Path $env:SystemRoot 'System32\Sysprep\unattend.xml') -Force -ErrorAction SilentlyContinue
 & (Join-Path $env:SystemRoot 'System32\Sysprep\Sysprep.exe') /oobe /generalize /quiet /quit /mode:vm ('/unattend:{0}' -f $unattend)
+# Sysprep takes minutes; one that fails never reaches the state, and its
+# reason is in its own log.
+$deadline = (Get-Date).AddMinutes(30)
 while ($true) {
     $imageState = (Get-ItemProperty -Path 'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Setup\State').ImageState
     if ($imageState -eq 'IMAGE_STATE_GENERALIZE_RESEAL_TO_OOBE') {
         break
+    }
+    if ((Get-Date) -gt $deadline) {
+        Get-Content -Path (Join-Path $env:SystemRoot 'System32\Sysprep\Panther\setuperr.log') -ErrorAction SilentlyContinue | Write-Output
+        throw ('sysprep did not generalize the machine within 30 minutes (image state {0}); its errors are above, from System32\Sysprep\Panther\setuperr.log' -f $imageState)
     }
     Write-Output $imageState
     Start-Sleep -Seconds 10

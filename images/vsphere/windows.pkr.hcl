@@ -103,14 +103,14 @@ locals {
   template_notes = "capwin Windows node: Windows Server ${var.windows_release} (${local.release.container_release}), Kubernetes ${var.kubernetes_version}, bundle sha256 ${local.bundle_sha256}"
   # The MSI's Unattend.xml skips the OOBE screens and runs cloudbase-init with
   # cloudbase-init-unattend.conf in the specialize pass.
-  sysprep_command = "C:\\Windows\\System32\\Sysprep\\sysprep.exe /generalize /oobe /shutdown /unattend:\"C:\\Program Files\\Cloudbase Solutions\\Cloudbase-Init\\conf\\Unattend.xml\""
+  sysprep_command = "C:\\Windows\\System32\\Sysprep\\sysprep.exe /generalize /oobe /shutdown /quiet /mode:vm /unattend:\"C:\\Program Files\\Cloudbase Solutions\\Cloudbase-Init\\conf\\Unattend.xml\""
 }
 
 build {
   sources = ["source.vsphere-iso.windows", "source.vsphere-clone.windows"]
 
-  # The release and edition checked; Containers (and Hyper-V) and OpenSSH
-  # Server; the features need the restart.
+  # The release and edition checked; automatic updates off; Containers (and
+  # Hyper-V) and OpenSSH Server; the features need the restart.
   provisioner "powershell" {
     environment_vars = [
       "CAPWIN_WINDOWS_RELEASE=${local.release.container_release}",
@@ -129,15 +129,18 @@ build {
     restart_timeout = "30m"
   }
 
-  # Windows Update: three passes, each followed by a restart (an update can
-  # hold another back until it is installed), then a check that none is
-  # pending and that Windows carries the release's minimum update. Elevated:
-  # the Windows Update Agent does not install for a remote session.
+  # Windows Update: five passes, each followed by a restart (an update can
+  # hold another back until it is installed and the machine restarted), then
+  # a check that none is pending, no restart is, and Windows carries the
+  # release's minimum update. Elevated: the Windows Update Agent does not
+  # install for a remote session. A pass that hangs (an update waiting for
+  # input) fails the build after two hours.
   provisioner "powershell" {
     environment_vars  = concat(local.windows_update_environment, ["CAPWIN_WINDOWS_UPDATE_MODE=install"])
     elevated_user     = var.winrm_username
     elevated_password = var.admin_password
     script            = "${local.root}/../scripts/install-windows-updates.ps1"
+    timeout           = "2h"
   }
 
   provisioner "windows-restart" {
@@ -149,6 +152,7 @@ build {
     elevated_user     = var.winrm_username
     elevated_password = var.admin_password
     script            = "${local.root}/../scripts/install-windows-updates.ps1"
+    timeout           = "2h"
   }
 
   provisioner "windows-restart" {
@@ -160,6 +164,31 @@ build {
     elevated_user     = var.winrm_username
     elevated_password = var.admin_password
     script            = "${local.root}/../scripts/install-windows-updates.ps1"
+    timeout           = "2h"
+  }
+
+  provisioner "windows-restart" {
+    restart_timeout = "1h"
+  }
+
+  provisioner "powershell" {
+    environment_vars  = concat(local.windows_update_environment, ["CAPWIN_WINDOWS_UPDATE_MODE=install"])
+    elevated_user     = var.winrm_username
+    elevated_password = var.admin_password
+    script            = "${local.root}/../scripts/install-windows-updates.ps1"
+    timeout           = "2h"
+  }
+
+  provisioner "windows-restart" {
+    restart_timeout = "1h"
+  }
+
+  provisioner "powershell" {
+    environment_vars  = concat(local.windows_update_environment, ["CAPWIN_WINDOWS_UPDATE_MODE=install"])
+    elevated_user     = var.winrm_username
+    elevated_password = var.admin_password
+    script            = "${local.root}/../scripts/install-windows-updates.ps1"
+    timeout           = "2h"
   }
 
   provisioner "windows-restart" {
@@ -171,6 +200,7 @@ build {
     elevated_user     = var.winrm_username
     elevated_password = var.admin_password
     script            = "${local.root}/../scripts/install-windows-updates.ps1"
+    timeout           = "1h"
   }
 
   provisioner "powershell" {
@@ -234,19 +264,20 @@ build {
     script = "${local.root}/../scripts/prepull-pause-image.ps1"
   }
 
-  # Automatic updates off, the clock's source.
+  # The clock's source.
   provisioner "powershell" {
     environment_vars = [
       "CAPWIN_PLATFORM=vsphere",
       "CAPWIN_NTP_SERVERS=${join(" ", var.ntp_servers)}",
     ]
-    script = "${local.root}/../scripts/configure-windows.ps1"
+    script = "${local.root}/../scripts/configure-time.ps1"
   }
 
   provisioner "powershell" {
     environment_vars = [
       "CAPWIN_PLATFORM=vsphere",
       "CAPWIN_STAGING=${local.staging}",
+      "CAPWIN_BUILD_ACCOUNT=${var.winrm_username}",
     ]
     script = "${local.root}/../scripts/finalize-image.ps1"
   }

@@ -1,6 +1,4 @@
-# Sets what Windows itself does on every node made from the image: no
-# automatic updates (nodes are patched by rolling out a new image), and where
-# the clock comes from.
+# Sets where the clock of every node made from the image comes from.
 #
 # Environment (set by the Packer template):
 #   CAPWIN_PLATFORM     vsphere or azure
@@ -13,19 +11,6 @@ $platform = $env:CAPWIN_PLATFORM
 if ($platform -ne 'vsphere' -and $platform -ne 'azure') {
     throw ('CAPWIN_PLATFORM is {0}; expected vsphere or azure' -f $platform)
 }
-
-# Windows Update by policy (HKLM\SOFTWARE\Policies, as Group Policy's
-# "Configure Automatic Updates" writes it): Automatic Updates off, so a node
-# never installs an update or restarts for one by itself. The Windows Update
-# Agent's own setting does nothing since Windows Server 2016, and it is all
-# cloudbase-init's WindowsAutoUpdatesPlugin would set from the Azure VM's
-# enableAutomaticUpdates. AUOptions 2 (notify before downloading) is what
-# applies should the policy be turned on.
-$au = 'HKLM:\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU'
-New-Item -Path $au -Force | Out-Null
-Set-ItemProperty -Path $au -Name 'NoAutoUpdate' -Value 1 -Type DWord
-Set-ItemProperty -Path $au -Name 'AUOptions' -Value 2 -Type DWord
-Write-Output 'Windows Update: automatic updates off by policy'
 
 # The clock. The Windows Time service starts automatically; a workgroup
 # machine polls its peers with SpecialPollInterval (once a week by default),
