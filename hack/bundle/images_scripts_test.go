@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -17,9 +19,152 @@ import (
 )
 
 // What the image scripts do, and in which order, read from their syntax
-// trees (hack/ps-syntax --commands): nothing Windows runs here, so this is
-// as close to running them as the repository gets. Each check is a function
-// of the commands, also run on a copy broken in the way it looks for.
+// trees (hack/ps-syntax --commands), with the templates' provisioners and
+// cloudbase-init's configuration: nothing Windows runs here, so this is as
+// close to running them as the repository gets. Each check is a function of
+// a repository root, run on this repository (TestImageScripts) and on
+// copies broken in the way it looks for (TestImageScriptChecksCanFail).
+
+// imageChecks are the checks, by name.
+var imageChecks = map[string]func(t *testing.T, root string) []string{
+	"sysprep":     sysprepProblems,
+	"specialize":  specializeProblems,
+	"build order": buildOrderProblems,
+	"updates":     updateProblems,
+	"time":        timeProblems,
+	"evaluation":  evaluationProblems,
+	"uploads":     uploadProblems,
+	"environment": environmentProblems,
+}
+
+func TestImageScripts(t *testing.T) {
+	names := make([]string, 0, len(imageChecks))
+	for name := range imageChecks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, p := range imageChecks[name](t, repoRoot) {
+			t.Errorf("%s: %s", name, p)
+		}
+	}
+}
+
+// TestImageScriptChecksCanFail breaks a copy of images/ in one way at a
+// time; the check named must say so.
+func TestImageScriptChecksCanFail(t *testing.T) {
+	for _, tc := range []struct {
+		name, check string
+		file        string // under images/
+		oldNew      []string
+		want        string
+	}{{
+		name: "sysprep disables the session's account", check: "sysprep", file: "scripts/sysprep-azure.ps1",
+		oldNew: []string{"# An answer file left here", "Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Disable-LocalUser\n# An answer file left here"},
+		want:   "changes a local account",
+	}, {
+		name: "the stale answer file removed after sysprep", check: "sysprep", file: "scripts/sysprep-azure.ps1",
+		oldNew: []string{
+			"Remove-Item -Path (Join-Path $env:SystemRoot 'System32\\Sysprep\\unattend.xml') -Force -ErrorAction SilentlyContinue\n", "",
+			"# Sysprep takes minutes", "Remove-Item -Path (Join-Path $env:SystemRoot 'System32\\Sysprep\\unattend.xml') -Force -ErrorAction SilentlyContinue\n# Sysprep takes minutes",
+		},
+		want: "Sysprep.exe",
+	}, {
+		name: "the specialize script disables nothing", check: "specialize", file: "scripts/capwin-specialize.ps1",
+		oldNew: []string{"$account | Disable-LocalUser", "$account | Out-Null"},
+		want:   "Disable-LocalUser",
+	}, {
+		name: "the unattend run has no local scripts", check: "specialize", file: "files/cloudbase-init/vsphere/cloudbase-init-unattend.conf",
+		oldNew: []string{",cloudbaseinit.plugins.common.localscripts.LocalScriptsPlugin", ""},
+		want:   "does not run LocalScriptsPlugin",
+	}, {
+		name: "the first boot does not check the accounts", check: "specialize", file: "scripts/capwin-first-boot.ps1",
+		oldNew: []string{"& (Join-Path $PSScriptRoot 'specialize\\capwin-specialize.ps1')", "& (Join-Path $PSScriptRoot 'specialize\\other.ps1')"},
+		want:   "capwin-specialize.ps1",
+	}, {
+		name: "no restart after the second update pass", check: "build order", file: "azure/windows.pkr.hcl",
+		oldNew: []string{"  provisioner \"windows-restart\" {\n    restart_timeout = \"1h\"\n  }\n\n  provisioner \"powershell\" {\n    environment_vars  = concat(local.windows_update_environment, [\"CAPWIN_WINDOWS_UPDATE_MODE=install\"])", "  provisioner \"powershell\" {\n    environment_vars  = concat(local.windows_update_environment, [\"CAPWIN_WINDOWS_UPDATE_MODE=install\"])"},
+		want:   "five Windows Update passes",
+	}, {
+		name: "an update pass without a time limit", check: "build order", file: "vsphere/windows.pkr.hcl",
+		oldNew: []string{"    timeout           = \"2h\"\n", ""},
+		want:   "without a timeout",
+	}, {
+		name: "the policy under the agent's key, not the policies'", check: "updates", file: "scripts/prepare-windows.ps1",
+		oldNew: []string{`$au = 'HKLM:\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU'`, `$au = 'HKLM:\SOFTWARE\Microsoft\Windows\WindowsUpdate\AU'`},
+		want:   "Policies",
+	}, {
+		name: "the policy as a string", check: "updates", file: "scripts/prepare-windows.ps1",
+		oldNew: []string{"-Name 'NoAutoUpdate' -Value 1 -Type DWord", "-Name 'NoAutoUpdate' -Value 1 -Type String"},
+		want:   "NoAutoUpdate",
+	}, {
+		name: "the minimum revision check the wrong way round", check: "updates", file: "scripts/install-windows-updates.ps1",
+		oldNew: []string{"if ($revision -lt $minimum) {", "if ($revision -gt $minimum) {"},
+		want:   "$revision -lt $minimum",
+	}, {
+		name: "optional updates installed", check: "updates", file: "scripts/install-windows-updates.ps1",
+		oldNew: []string{" and BrowseOnly=0", ""},
+		want:   "BrowseOnly=0",
+	}, {
+		name: "a pending restart not checked", check: "updates", file: "scripts/install-windows-updates.ps1",
+		oldNew: []string{"if (Test-RestartPending) {", "if ($false) {"},
+		want:   "Test-RestartPending",
+	}, {
+		name: "the real-time clock local time to cloudbase-init", check: "time", file: "files/cloudbase-init/vsphere/cloudbase-init.conf.pkrtpl",
+		oldNew: []string{"real_time_clock_utc=true", "real_time_clock_utc=false"},
+		want:   "real_time_clock_utc",
+	}, {
+		name: "the real-time clock set on Azure too", check: "time", file: "scripts/configure-time.ps1",
+		oldNew: []string{"if ($platform -eq 'vsphere') {\n    # ESXi", "if ($true) {\n    # ESXi"},
+		want:   "outside its vSphere branch",
+	}, {
+		name: "DHCP's NTP servers whatever ntp_servers says", check: "time", file: "vsphere/windows.pkr.hcl",
+		oldNew: []string{"ntp_use_dhcp_config = length(var.ntp_servers) == 0", "ntp_use_dhcp_config = true"},
+		want:   "ntp_use_dhcp_config",
+	}, {
+		name: "evaluations accepted", check: "evaluation", file: "scripts/prepare-windows.ps1",
+		oldNew: []string{"        throw ('this machine runs the evaluation edition", "        Write-Output ('this machine runs the evaluation edition"},
+		want:   "evaluation edition",
+	}, {
+		name: "the specialize script not uploaded on vSphere", check: "uploads", file: "vsphere/windows.pkr.hcl",
+		oldNew: []string{"      \"${local.root}/../scripts/capwin-specialize.ps1\",\n", ""},
+		want:   "images/vsphere: finalize-image.ps1 reads capwin-specialize.ps1",
+	}, {
+		name: "the NTP servers not passed on", check: "environment", file: "vsphere/windows.pkr.hcl",
+		oldNew: []string{"      \"CAPWIN_NTP_SERVERS=${join(\" \", var.ntp_servers)}\",\n", ""},
+		want:   "configure-time.ps1 reads $env:CAPWIN_NTP_SERVERS",
+	}, {
+		name: "whether to update not passed on", check: "environment", file: "azure/variables.pkr.hcl",
+		oldNew: []string{"    \"CAPWIN_WINDOWS_UPDATES=${var.windows_updates}\",\n", ""},
+		want:   "install-windows-updates.ps1 reads $env:CAPWIN_WINDOWS_UPDATES",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := copyImages(t)
+			path := filepath.Join(root, "images", filepath.FromSlash(tc.file))
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(data)
+			for i := 0; i+1 < len(tc.oldNew); i += 2 {
+				if !strings.Contains(text, tc.oldNew[i]) {
+					t.Fatalf("%s no longer contains %q: update this case", tc.file, tc.oldNew[i])
+				}
+				text = strings.Replace(text, tc.oldNew[i], tc.oldNew[i+1], 1)
+			}
+			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			problems := imageChecks[tc.check](t, root)
+			for _, p := range problems {
+				if strings.Contains(p, tc.want) {
+					return
+				}
+			}
+			t.Errorf("check %q: want a problem naming %q, got %q", tc.check, tc.want, problems)
+		})
+	}
+}
 
 // psCommand is a command or method call of a script (hack/ps-syntax/check.mjs).
 type psCommand struct {
@@ -30,12 +175,14 @@ type psCommand struct {
 
 func (c psCommand) String() string { return fmt.Sprintf("line %d: %s", c.Line, c.Text) }
 
-// psCommands lists a script's commands, in the order PowerShell starts them.
-func psCommands(t *testing.T, path string) []psCommand {
+// script lists the commands of images/scripts/<name> under root, in the
+// order PowerShell starts them.
+func script(t *testing.T, root, name string) []psCommand {
 	t.Helper()
 	if os.Getenv("CAPWIN_SKIP_PS_SYNTAX") != "" {
 		t.Skip("CAPWIN_SKIP_PS_SYNTAX is set: WHAT THE IMAGE SCRIPTS DO IS NOT CHECKED")
 	}
+	path := filepath.Join(root, "images", "scripts", name)
 	out, err := exec.Command(filepath.Join(repoRoot, "hack", "ps-syntax", "run.sh"), "--commands", path).Output()
 	if err != nil {
 		var stderr []byte
@@ -53,32 +200,27 @@ func psCommands(t *testing.T, path string) []psCommand {
 	return r.Commands
 }
 
-// script returns the commands of images/scripts/<name>.
-func script(t *testing.T, name string) []psCommand {
+// scriptText is images/scripts/<name> under root.
+func scriptText(t *testing.T, root, name string) string {
 	t.Helper()
-	return psCommands(t, filepath.Join(repoRoot, "images", "scripts", name))
-}
-
-// changed returns the commands of a copy of images/scripts/<name> with, in
-// turn, each old text replaced by the new one after it.
-func changed(t *testing.T, name string, oldNew ...string) []psCommand {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "images", "scripts", name))
+	data, err := os.ReadFile(filepath.Join(root, "images", "scripts", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(data)
-	for i := 0; i+1 < len(oldNew); i += 2 {
-		if !strings.Contains(text, oldNew[i]) {
-			t.Fatalf("%s no longer contains %q: update this test", name, oldNew[i])
+	return string(data)
+}
+
+// lacks reports each text the script does not hold.
+func lacks(t *testing.T, root, name string, texts ...string) []string {
+	t.Helper()
+	data := scriptText(t, root, name)
+	var problems []string
+	for _, want := range texts {
+		if !strings.Contains(data, want) {
+			problems = append(problems, fmt.Sprintf("%s lacks %q", name, want))
 		}
-		text = strings.Replace(text, oldNew[i], oldNew[i+1], 1)
 	}
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return psCommands(t, path)
+	return problems
 }
 
 // step matches a command by name (or, with a leading "*", by a name ending
@@ -91,7 +233,7 @@ type step struct {
 
 func (s step) matches(c psCommand) bool {
 	if strings.HasPrefix(s.name, "*") {
-		if !strings.HasSuffix(strings.Trim(c.Name, "()'\" "), s.name[1:]) && !strings.Contains(c.Name, s.name[1:]) {
+		if !strings.HasSuffix(strings.Trim(c.Name, "()'\" "), s.name[1:]) {
 			return false
 		}
 	} else if !strings.EqualFold(c.Name, s.name) {
@@ -142,8 +284,9 @@ func accountChanges(cmds []psCommand) []psCommand {
 // WinRM request after the script would log in as it), and runs the
 // azure-arm builder's sequence: cloudbase-init's answer file there, the
 // guest agent running, passwords that do not expire, no stale answer file,
-// sysprep, and a wait for the generalized state.
-func sysprepProblems(cmds []psCommand) []string {
+// sysprep, and a bounded wait for the generalized state.
+func sysprepProblems(t *testing.T, root string) []string {
+	cmds := script(t, root, "sysprep-azure.ps1")
 	var problems []string
 	for _, c := range accountChanges(cmds) {
 		problems = append(problems, fmt.Sprintf("sysprep-azure.ps1 changes a local account (%s): on Azure the build's own session is the built-in Administrator's", c))
@@ -155,116 +298,75 @@ func sysprepProblems(cmds []psCommand) []string {
 		step{"Remove-Item", []string{`Sysprep\unattend.xml`}},
 		step{"*Sysprep.exe", []string{"/generalize", "/quit", "/mode:vm", "/unattend:"}},
 		step{"Get-ItemProperty", []string{`CurrentVersion\Setup\State`}},
+		step{"Get-Content", []string{`Panther\setuperr.log`}},
+		step{"throw", []string{"did not generalize"}},
 	)...)
 }
 
-func TestSysprepKeepsTheSessionsAccount(t *testing.T) {
-	for _, p := range sysprepProblems(script(t, "sysprep-azure.ps1")) {
-		t.Error(p)
-	}
-	// Broken in the two ways that matter.
-	disabled := changed(t, "sysprep-azure.ps1", "# An answer file left here", "Get-LocalUser | Where-Object { $_.SID.Value -like 'S-1-5-21-*-500' } | Disable-LocalUser\n# An answer file left here")
-	if p := sysprepProblems(disabled); len(p) == 0 || !strings.Contains(p[0], "changes a local account") {
-		t.Errorf("a sysprep script that disables the built-in Administrator passed: %v", p)
-	}
-	const stale = "Remove-Item -Path (Join-Path $env:SystemRoot 'System32\\Sysprep\\unattend.xml') -Force -ErrorAction SilentlyContinue\n"
-	const sysprep = "while ($true) {"
-	late := changed(t, "sysprep-azure.ps1", stale, "", sysprep, stale+sysprep)
-	if p := sysprepProblems(late); len(p) == 0 || !strings.Contains(p[0], "Sysprep.exe") {
-		t.Errorf("a sysprep script that removes the stale answer file after sysprep passed: %v", p)
-	}
-}
-
-// specializeProblems: capwin-specialize.ps1 disables the account whose SID
-// ends in 500, whatever its name, and the build's account that
-// finalize-image.ps1 recorded.
-func specializeProblems(cmds []psCommand) []string {
-	return inOrder("capwin-specialize.ps1", cmds,
+// specializeProblems: the built-in Administrator, which the build logged in
+// as, and the build's account are disabled on each machine in the specialize
+// pass, before its first full boot: cloudbase-init's unattend run on both
+// platforms runs the local scripts of the directory finalize-image.ps1 puts
+// capwin-specialize.ps1 in; finalize-image.ps1 records the account each
+// template logs in as; the first boot runs the script again, as the
+// unattend run ignores its exit code; no other script touches an account.
+func specializeProblems(t *testing.T, root string) []string {
+	problems := inOrder("capwin-specialize.ps1", script(t, root, "capwin-specialize.ps1"),
 		step{"Get-LocalUser", nil},
 		step{"Where-Object", []string{"S-1-5-21-*-500"}},
 		step{"Get-ItemProperty", []string{`'HKLM:\SOFTWARE\capwin\image'`, "'BuildAccount'"}},
 		step{"Get-LocalUser", []string{"$recorded.BuildAccount"}},
 		step{"Disable-LocalUser", nil},
 	)
-}
-
-// TestSpecializeDisablesTheBuiltinAdministrator: the built-in
-// Administrator, which the build logged in as, is disabled on each machine
-// in the specialize pass, before its first full boot: cloudbase-init's
-// unattend run on both platforms runs the local scripts of the directory
-// finalize-image.ps1 puts capwin-specialize.ps1 in, and no other script
-// touches the account.
-func TestSpecializeDisablesTheBuiltinAdministrator(t *testing.T) {
-	for _, p := range specializeProblems(script(t, "capwin-specialize.ps1")) {
-		t.Error(p)
-	}
-	if p := specializeProblems(changed(t, "capwin-specialize.ps1", "$account | Disable-LocalUser", "$account | Out-Null")); len(p) == 0 {
-		t.Error("a specialize script that disables nothing passed")
-	}
 	const dir = `C:\Windows\Setup\Scripts\specialize\`
 	for _, platform := range []string{"vsphere", "azure"} {
-		conf := cloudbaseInitConf(t, platform, "cloudbase-init-unattend.conf")
+		conf := cloudbaseInitConf(t, root, platform, "cloudbase-init-unattend.conf")
 		if !slices.Contains(strings.Split(conf["plugins"], ","), "cloudbaseinit.plugins.common.localscripts.LocalScriptsPlugin") {
-			t.Errorf("%s's cloudbase-init-unattend.conf does not run LocalScriptsPlugin: %s", platform, conf["plugins"])
+			problems = append(problems, fmt.Sprintf("%s's cloudbase-init-unattend.conf does not run LocalScriptsPlugin: %s", platform, conf["plugins"]))
 		}
 		if conf["local_scripts_path"] != dir {
-			t.Errorf("%s's cloudbase-init-unattend.conf runs the local scripts of %q, not %q", platform, conf["local_scripts_path"], dir)
+			problems = append(problems, fmt.Sprintf("%s's cloudbase-init-unattend.conf runs the local scripts of %q, not %q", platform, conf["local_scripts_path"], dir))
 		}
 	}
 	// %SystemRoot% is C:\Windows on every image (the answer file and the
 	// Marketplace images install there).
-	for _, p := range inOrder("finalize-image.ps1", script(t, "finalize-image.ps1"),
+	problems = append(problems, inOrder("finalize-image.ps1", script(t, root, "finalize-image.ps1"),
 		step{"Join-Path", []string{"$env:SystemRoot", `'Setup\Scripts'`}},
 		step{"Join-Path", []string{"$scripts", "'specialize'"}},
 		step{"Copy-Item", []string{"capwin-specialize.ps1", "$specialize"}},
 		step{"Set-ItemProperty", []string{"$record", "'BuildAccount'", "$env:CAPWIN_BUILD_ACCOUNT"}},
-	) {
-		t.Error(p)
-	}
-	// The specialize pass's failure is only in cloudbase-init's log, and it
-	// does not run without metadata: the first boot runs the script again
-	// and logs what it says.
-	for _, p := range inOrder("capwin-first-boot.ps1", script(t, "capwin-first-boot.ps1"),
-		step{"*capwin-specialize.ps1", nil},
+	)...)
+	problems = append(problems, inOrder("capwin-first-boot.ps1", script(t, root, "capwin-first-boot.ps1"),
+		step{"*specialize\\capwin-specialize.ps1", nil},
 		step{"Write-Log", []string{"capwin-specialize"}},
-	) {
-		t.Error(p)
-	}
-	// Each template records the account it logs in as.
+	)...)
 	for platform, account := range map[string]string{"vsphere": `"CAPWIN_BUILD_ACCOUNT=${var.winrm_username}"`, "azure": `"CAPWIN_BUILD_ACCOUNT=packer"`} {
-		finalize := slices.IndexFunc(provisioners(t, platform), func(p provisioner) bool { return p.script == "finalize-image.ps1" })
-		if finalize < 0 || !strings.Contains(provisioners(t, platform)[finalize].env, account) {
-			t.Errorf("images/%s does not give finalize-image.ps1 %s, the account its source logs in as", platform, account)
+		steps := provisioners(t, root, platform)
+		finalize := slices.IndexFunc(steps, func(p provisioner) bool { return p.script == "finalize-image.ps1" })
+		if finalize < 0 || !strings.Contains(steps[finalize].env, account) {
+			problems = append(problems, fmt.Sprintf("images/%s does not give finalize-image.ps1 %s, the account its source logs in as", platform, account))
 		}
 	}
-	for _, name := range []string{"capwin-first-boot.ps1", "finalize-image.ps1", "prepare-windows.ps1", "configure-time.ps1"} {
-		for _, c := range accountChanges(script(t, name)) {
-			t.Errorf("%s changes a local account (%s): capwin-specialize.ps1 alone does", name, c)
+	for _, name := range []string{"capwin-first-boot.ps1", "finalize-image.ps1", "prepare-windows.ps1", "configure-time.ps1", "install-windows-updates.ps1"} {
+		for _, c := range accountChanges(script(t, root, name)) {
+			problems = append(problems, fmt.Sprintf("%s changes a local account (%s): capwin-specialize.ps1 alone does", name, c))
 		}
 	}
+	return problems
 }
 
-// TestWindowsUpdateAtBuildOnly: each template turns automatic updates off
-// first, then runs Windows Update five times, elevated and with a time
-// limit, with a restart after each, then checks; and sets the clock after
-// that, before the image is finalized (and, on Azure, generalized last).
-func TestWindowsUpdateAtBuildOnly(t *testing.T) {
-	for _, platform := range []string{"vsphere", "azure"} {
-		for _, p := range buildOrderProblems(provisioners(t, platform), platform) {
-			t.Error(p)
-		}
-	}
-	// A template that skips the restart after the second pass.
-	steps := provisioners(t, "azure")
-	i := slices.IndexFunc(steps, func(p provisioner) bool { return p.mode == "install" })
-	j := i + 1 + slices.IndexFunc(steps[i+1:], func(p provisioner) bool { return p.mode == "install" })
-	broken := slices.Delete(slices.Clone(steps), j+1, j+2)
-	if p := buildOrderProblems(broken, "azure"); len(p) == 0 {
-		t.Errorf("a template without a restart after its second Windows Update pass passed")
-	}
-
-	cmds := script(t, "install-windows-updates.ps1")
-	for _, p := range inOrder("install-windows-updates.ps1", cmds,
+// updateProblems: automatic updates are off by policy from the build's
+// start; install-windows-updates.ps1 installs the software updates that are
+// not optional and cannot ask for input, retried, and its check fails on a
+// release below its minimum revision, a pending restart and an update still
+// pending but Defender's definitions.
+func updateProblems(t *testing.T, root string) []string {
+	problems := inOrder("prepare-windows.ps1", script(t, root, "prepare-windows.ps1"),
+		step{"Set-ItemProperty", []string{"$au", "-Name 'NoAutoUpdate' -Value 1 -Type DWord"}},
+		step{"Install-WindowsFeature", nil},
+	)
+	problems = append(problems, lacks(t, root, "prepare-windows.ps1", `$au = 'HKLM:\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU'`)...)
+	problems = append(problems, inOrder("install-windows-updates.ps1", script(t, root, "install-windows-updates.ps1"),
 		// install: search, skip what may ask for input, accept, download,
 		// install, each retried.
 		step{"Search-Updates", []string{"$session"}},
@@ -272,45 +374,35 @@ func TestWindowsUpdateAtBuildOnly(t *testing.T) {
 		step{".AcceptEula", nil},
 		step{"Retry", []string{"$downloader.Download()"}},
 		step{"Retry", []string{"$installer.Install()"}},
-		// verify: the revision, no restart pending, nothing pending but
-		// Defender's definitions.
+		// verify: the build, the revision, no restart pending, nothing
+		// pending but Defender's definitions.
 		step{"Get-ItemProperty", []string{`Windows NT\CurrentVersion`}},
+		step{"throw", []string{"not the release"}},
 		step{"throw", []string{"older than"}},
 		step{"Test-RestartPending", nil},
 		step{"throw", []string{"waits for a restart"}},
 		step{"Search-Updates", []string{"$session"}},
 		step{"throw", []string{"still not installed"}},
-	) {
-		t.Error(p)
-	}
-	data, err := os.ReadFile(filepath.Join(repoRoot, "images", "scripts", "install-windows-updates.ps1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
+	)...)
+	return append(problems, lacks(t, root, "install-windows-updates.ps1",
 		`$criteria = "IsInstalled=0 and IsHidden=0 and BrowseOnly=0 and Type='Software'"`,
 		`if ($update.InstallationBehavior.CanRequestUserInput) {`,
+		`if ($revision -lt $minimum) {`,
+		`if (Test-RestartPending) {`,
 		`$definitions = 'E0789628-CE08-4437-BE74-2495B842F43B'`,
 		`@($_.Categories | Where-Object { $_.CategoryID -eq $definitions }).Count -eq 0`,
-	} {
-		if !strings.Contains(string(data), want) {
-			t.Errorf("install-windows-updates.ps1 lacks %q", want)
-		}
-	}
-	for _, p := range inOrder("prepare-windows.ps1", script(t, "prepare-windows.ps1"),
-		step{"Set-ItemProperty", []string{`$au`, "'NoAutoUpdate'", "-Value 1"}},
-		step{"Install-WindowsFeature", nil},
-	) {
-		t.Error(p)
-	}
+	)...)
 }
 
 // provisioner is one provisioner of a template's build, as far as the
-// order checks care.
+// checks care.
 type provisioner struct {
 	kind, script, mode string
 	elevated, timeout  bool
-	env                string
+	// env is environment_vars' source text; uploads are the base names a
+	// file provisioner writes.
+	env     string
+	uploads []string
 }
 
 func (p provisioner) String() string {
@@ -320,14 +412,21 @@ func (p provisioner) String() string {
 	return p.kind
 }
 
-// provisioners reads images/<platform>/windows.pkr.hcl's provisioners in
-// order.
-func provisioners(t *testing.T, platform string) []provisioner {
+// template parses images/<platform>/<name> under root.
+func template(t *testing.T, root, platform, name string) *hcl.File {
 	t.Helper()
-	f, diags := hclparse.NewParser().ParseHCLFile(filepath.Join(repoRoot, "images", platform, "windows.pkr.hcl"))
+	f, diags := hclparse.NewParser().ParseHCLFile(filepath.Join(root, "images", platform, name))
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
+	return f
+}
+
+// provisioners reads images/<platform>/windows.pkr.hcl's provisioners in
+// order.
+func provisioners(t *testing.T, root, platform string) []provisioner {
+	t.Helper()
+	f := template(t, root, platform, "windows.pkr.hcl")
 	var out []provisioner
 	for _, b := range body(f).Blocks {
 		if b.Type != "build" {
@@ -346,9 +445,8 @@ func provisioners(t *testing.T, platform string) []provisioner {
 				r := a.Expr.Range()
 				return string(r.SliceBytes(f.Bytes))
 			}
-			step.script = filepath.Base(strings.Trim(text("script"), `"`))
-			if step.script == "." {
-				step.script = ""
+			if s := text("script"); s != "" {
+				step.script = filepath.Base(strings.Trim(s, `"`))
 			}
 			step.env = text("environment_vars")
 			for _, mode := range []string{"install", "verify"} {
@@ -358,54 +456,131 @@ func provisioners(t *testing.T, platform string) []provisioner {
 			}
 			_, step.elevated = p.Body.Attributes["elevated_user"]
 			_, step.timeout = p.Body.Attributes["timeout"]
+			if step.kind == "file" {
+				for _, m := range regexp.MustCompile(`"[^"]*/([^"/]+)"`).FindAllStringSubmatch(text("sources")+text("source"), -1) {
+					step.uploads = append(step.uploads, m[1])
+				}
+				if dest := strings.Trim(text("destination"), `"`); !strings.HasSuffix(dest, "/") {
+					step.uploads = append(step.uploads, filepath.Base(dest))
+				}
+			}
 			out = append(out, step)
 		}
 	}
 	return out
 }
 
-func buildOrderProblems(steps []provisioner, platform string) []string {
+// buildOrderProblems: each template checks the release and edition (and
+// turns automatic updates off), restarts, runs Windows Update five times,
+// elevated and with a time limit, each followed by a restart, then checks;
+// sets the clock after that and before finalize-image.ps1; ends with
+// finalize-image.ps1, or on Azure sysprep.
+func buildOrderProblems(t *testing.T, root string) []string {
 	var problems []string
-	var names []string
-	for _, s := range steps {
-		names = append(names, s.String())
-	}
-	seq := strings.Join(names, "\n")
-	want := []string{"powershell prepare-windows.ps1 ", "windows-restart"}
-	for range 5 {
-		want = append(want, "powershell install-windows-updates.ps1 install", "windows-restart")
-	}
-	want = append(want, "powershell install-windows-updates.ps1 verify")
-	if !strings.HasPrefix(seq, strings.Join(want, "\n")) {
-		problems = append(problems, fmt.Sprintf("images/%s's build does not start with the release check, its restart and five Windows Update passes each followed by a restart, then the check:\n%s", platform, seq))
-	}
-	for _, s := range steps {
-		if s.script == "install-windows-updates.ps1" && (!s.elevated || !s.timeout) {
-			problems = append(problems, fmt.Sprintf("images/%s runs %s %s without elevated_user (the Windows Update Agent does not install for a remote session) or without a timeout (an update waiting for input hangs it)", platform, s.script, s.mode))
+	for _, platform := range []string{"vsphere", "azure"} {
+		steps := provisioners(t, root, platform)
+		var names []string
+		for _, s := range steps {
+			names = append(names, s.String())
 		}
-		if s.script == "prepare-windows.ps1" && !strings.Contains(s.env, `"CAPWIN_ALLOW_EVALUATION=${var.allow_evaluation}"`) {
-			problems = append(problems, fmt.Sprintf("images/%s does not tell prepare-windows.ps1 allow_evaluation", platform))
+		seq := strings.Join(names, "\n")
+		want := []string{"powershell prepare-windows.ps1 ", "windows-restart"}
+		for range 5 {
+			want = append(want, "powershell install-windows-updates.ps1 install", "windows-restart")
 		}
-	}
-	last := steps[len(steps)-1].script
-	wantLast := map[string]string{"vsphere": "finalize-image.ps1", "azure": "sysprep-azure.ps1"}[platform]
-	if last != wantLast {
-		problems = append(problems, fmt.Sprintf("images/%s's build ends with %s, not %s", platform, last, wantLast))
-	}
-	configure := slices.IndexFunc(steps, func(p provisioner) bool { return p.script == "configure-time.ps1" })
-	finalize := slices.IndexFunc(steps, func(p provisioner) bool { return p.script == "finalize-image.ps1" })
-	verify := slices.IndexFunc(steps, func(p provisioner) bool { return p.mode == "verify" })
-	if configure < verify || configure > finalize {
-		problems = append(problems, fmt.Sprintf("images/%s runs configure-time.ps1 at %d, not between the last Windows Update pass (%d) and finalize-image.ps1 (%d)", platform, configure, verify, finalize))
+		want = append(want, "powershell install-windows-updates.ps1 verify")
+		if !strings.HasPrefix(seq, strings.Join(want, "\n")) {
+			problems = append(problems, fmt.Sprintf("images/%s's build does not start with the release check, its restart and five Windows Update passes each followed by a restart, then the check:\n%s", platform, seq))
+		}
+		for _, s := range steps {
+			if s.script == "install-windows-updates.ps1" && (!s.elevated || !s.timeout) {
+				problems = append(problems, fmt.Sprintf("images/%s runs %s %s without elevated_user (the Windows Update Agent does not install for a remote session) or without a timeout (an update waiting for input hangs it)", platform, s.script, s.mode))
+			}
+			if s.script == "prepare-windows.ps1" && !strings.Contains(s.env, `"CAPWIN_ALLOW_EVALUATION=${var.allow_evaluation}"`) {
+				problems = append(problems, fmt.Sprintf("images/%s does not tell prepare-windows.ps1 allow_evaluation", platform))
+			}
+		}
+		last := steps[len(steps)-1].script
+		if wantLast := map[string]string{"vsphere": "finalize-image.ps1", "azure": "sysprep-azure.ps1"}[platform]; last != wantLast {
+			problems = append(problems, fmt.Sprintf("images/%s's build ends with %s, not %s", platform, last, wantLast))
+		}
+		configure := slices.IndexFunc(steps, func(p provisioner) bool { return p.script == "configure-time.ps1" })
+		finalize := slices.IndexFunc(steps, func(p provisioner) bool { return p.script == "finalize-image.ps1" })
+		verify := slices.IndexFunc(steps, func(p provisioner) bool { return p.mode == "verify" })
+		if configure < verify || configure > finalize {
+			problems = append(problems, fmt.Sprintf("images/%s runs configure-time.ps1 at %d, not between the last Windows Update pass (%d) and finalize-image.ps1 (%d)", platform, configure, verify, finalize))
+		}
 	}
 	return problems
 }
 
-// cloudbaseInitConf reads images/files/cloudbase-init/<platform>/<name> as
-// cloudbase-init does ([DEFAULT] key=value, # comments).
-func cloudbaseInitConf(t *testing.T, platform, name string) map[string]string {
+// staged is a script's `Join-Path $env:CAPWIN_STAGING '<name>'`.
+var staged = regexp.MustCompile(`Join-Path \$env:CAPWIN_STAGING '([^']+)'`)
+
+// uploadProblems: every file a template's scripts take from the staging
+// directory is one the template uploads there before.
+func uploadProblems(t *testing.T, root string) []string {
+	var problems []string
+	for _, platform := range []string{"vsphere", "azure"} {
+		uploaded := map[string]bool{}
+		for _, p := range provisioners(t, root, platform) {
+			for _, u := range p.uploads {
+				uploaded[u] = true
+			}
+			if p.script == "" {
+				continue
+			}
+			// The names a script spells out (install-cloudbase-init.ps1
+			// loops over its two and throws itself on a missing one).
+			for _, m := range staged.FindAllStringSubmatch(scriptText(t, root, p.script), -1) {
+				if !uploaded[m[1]] {
+					problems = append(problems, fmt.Sprintf("images/%s: %s reads %s from the staging directory, which the template has not uploaded by then", platform, p.script, m[1]))
+				}
+			}
+		}
+	}
+	return problems
+}
+
+// environmentProblems: every $env:CAPWIN_* a script reads, the template's
+// provisioner that runs it sets (through a local list where it names one).
+func environmentProblems(t *testing.T, root string) []string {
+	var problems []string
+	read := regexp.MustCompile(`\$env:(CAPWIN_[A-Z0-9_]+)`)
+	for _, platform := range []string{"vsphere", "azure"} {
+		vars := string(template(t, root, platform, "variables.pkr.hcl").Bytes)
+		for _, p := range provisioners(t, root, platform) {
+			if p.script == "" {
+				continue
+			}
+			env := p.env
+			// concat(local.windows_update_environment, [...]): the list
+			// in the locals, as text.
+			if m := regexp.MustCompile(`local\.([a-z_]+)`).FindStringSubmatch(env); m != nil {
+				if l := regexp.MustCompile(`(?s)\n  ` + m[1] + ` = \[(.*?)\n  \]`).FindStringSubmatch(vars); l != nil {
+					env += l[1]
+				}
+			}
+			seen := map[string]bool{}
+			for _, m := range read.FindAllStringSubmatch(scriptText(t, root, p.script), -1) {
+				if seen[m[1]] {
+					continue
+				}
+				seen[m[1]] = true
+				if !strings.Contains(env, `"`+m[1]+`=`) {
+					problems = append(problems, fmt.Sprintf("images/%s: %s reads $env:%s, which its provisioner does not set", platform, p.script, m[1]))
+				}
+			}
+		}
+	}
+	return problems
+}
+
+// cloudbaseInitConf reads images/files/cloudbase-init/<platform>/<name>
+// under root as cloudbase-init does ([DEFAULT] key=value, # comments).
+func cloudbaseInitConf(t *testing.T, root, platform, name string) map[string]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(repoRoot, "images", "files", "cloudbase-init", platform, name))
+	f, err := os.Open(filepath.Join(root, "images", "files", "cloudbase-init", platform, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,96 +604,67 @@ func cloudbaseInitConf(t *testing.T, platform, name string) map[string]string {
 	return conf
 }
 
-// TestTimeSource: on vSphere cloudbase-init sets the clock's source at
-// each machine's first boot (NTPClientPlugin: the service automatic, the
-// DHCP server's NTP servers unless the image names some, the real-time
-// clock UTC as configure-time.ps1 sets it, so that the plugin does not
-// restart the machine to change it); on Azure the image leaves the
-// Hyper-V host's clock in charge and the real-time clock as Azure has it.
-func TestTimeSource(t *testing.T) {
-	vsphere := cloudbaseInitConf(t, "vsphere", "cloudbase-init.conf.pkrtpl")
+// timeProblems: on vSphere cloudbase-init sets the clock's source at each
+// machine's boot (NTPClientPlugin: the service automatic, the DHCP server's
+// NTP servers unless the image names some, the real-time clock UTC as
+// configure-time.ps1 sets it, so that the plugin does not restart the
+// machine to change it); on Azure the image leaves the Hyper-V host's clock
+// in charge and the real-time clock as Azure has it.
+func timeProblems(t *testing.T, root string) []string {
+	var problems []string
+	vsphere := cloudbaseInitConf(t, root, "vsphere", "cloudbase-init.conf.pkrtpl")
 	if !strings.HasPrefix(vsphere["plugins"], "cloudbaseinit.plugins.windows.ntpclient.NTPClientPlugin,") {
-		t.Errorf("vSphere's cloudbase-init.conf does not run NTPClientPlugin: %s", vsphere["plugins"])
+		problems = append(problems, fmt.Sprintf("vSphere's cloudbase-init.conf does not run NTPClientPlugin: %s", vsphere["plugins"]))
 	}
-	for k, v := range map[string]string{"ntp_enable_service": "true", "ntp_use_dhcp_config": "${ntp_use_dhcp_config}", "real_time_clock_utc": "true"} {
-		if vsphere[k] != v {
-			t.Errorf("vSphere's cloudbase-init.conf sets %s=%q, want %q", k, vsphere[k], v)
+	for _, k := range []string{"ntp_enable_service", "ntp_use_dhcp_config", "real_time_clock_utc"} {
+		if want := map[string]string{"ntp_enable_service": "true", "ntp_use_dhcp_config": "${ntp_use_dhcp_config}", "real_time_clock_utc": "true"}[k]; vsphere[k] != want {
+			problems = append(problems, fmt.Sprintf("vSphere's cloudbase-init.conf sets %s=%q, want %q", k, vsphere[k], want))
 		}
 	}
-	azure := cloudbaseInitConf(t, "azure", "cloudbase-init.conf")
+	azure := cloudbaseInitConf(t, root, "azure", "cloudbase-init.conf")
 	if strings.Contains(azure["plugins"], "NTPClientPlugin") {
-		t.Errorf("Azure's cloudbase-init.conf runs NTPClientPlugin, which would set the real-time clock (real_time_clock_utc=%q) and restart the machine", azure["real_time_clock_utc"])
+		problems = append(problems, fmt.Sprintf("Azure's cloudbase-init.conf runs NTPClientPlugin, which would set the real-time clock (real_time_clock_utc=%q) and restart the machine", azure["real_time_clock_utc"]))
 	}
-	cmds := script(t, "configure-time.ps1")
-	for _, p := range inOrder("configure-time.ps1", cmds,
+	problems = append(problems, inOrder("configure-time.ps1", script(t, root, "configure-time.ps1"),
 		step{"Set-Service", []string{"w32time", "Automatic"}},
 		step{"Set-ItemProperty", []string{"'NtpServer'", "$peers"}},
 		step{"Set-ItemProperty", []string{"TimeZoneInformation", "'RealTimeIsUniversal'", "-Value 1"}},
-	) {
-		t.Error(p)
-	}
+	)...)
 	// The real-time clock is set on vSphere only.
-	data, err := os.ReadFile(filepath.Join(repoRoot, "images", "scripts", "configure-time.ps1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rtc := strings.Index(string(data), "'RealTimeIsUniversal'")
-	branch := strings.LastIndex(string(data[:rtc]), "if ($platform -eq ")
-	if branch < 0 || !strings.HasPrefix(string(data[branch:]), "if ($platform -eq 'vsphere')") {
-		t.Errorf("configure-time.ps1 sets RealTimeIsUniversal outside its vSphere branch")
+	data := scriptText(t, root, "configure-time.ps1")
+	rtc := strings.Index(data, "'RealTimeIsUniversal'")
+	branch := strings.LastIndex(data[:max(rtc, 0)], "if (")
+	if rtc < 0 || branch < 0 || !strings.HasPrefix(data[branch:], "if ($platform -eq 'vsphere')") {
+		problems = append(problems, "configure-time.ps1 sets RealTimeIsUniversal outside its vSphere branch")
 	}
 	// The template renders ntp_use_dhcp_config from ntp_servers.
-	for _, p := range provisionerBodies(t, "vsphere", "file") {
-		if strings.Contains(p, "cloudbase-init.conf.pkrtpl") && !strings.Contains(p, "ntp_use_dhcp_config = length(var.ntp_servers) == 0") {
-			t.Errorf("images/vsphere renders cloudbase-init.conf.pkrtpl without ntp_use_dhcp_config = length(var.ntp_servers) == 0:\n%s", p)
-		}
-	}
-}
-
-// provisionerBodies returns the source text of a template's provisioners
-// of a kind.
-func provisionerBodies(t *testing.T, platform, kind string) []string {
-	t.Helper()
-	path := filepath.Join(repoRoot, "images", platform, "windows.pkr.hcl")
-	f, diags := hclparse.NewParser().ParseHCLFile(path)
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
-	var out []string
+	f := template(t, root, "vsphere", "windows.pkr.hcl")
+	rendered := false
 	_ = hclsyntax.VisitAll(body(f), func(n hclsyntax.Node) hcl.Diagnostics {
-		if b, ok := n.(*hclsyntax.Block); ok && b.Type == "provisioner" && len(b.Labels) == 1 && b.Labels[0] == kind {
+		if b, ok := n.(*hclsyntax.Block); ok && b.Type == "provisioner" && len(b.Labels) == 1 && b.Labels[0] == "file" {
 			r := b.Range()
-			out = append(out, string(r.SliceBytes(f.Bytes)))
+			text := string(r.SliceBytes(f.Bytes))
+			if strings.Contains(text, "cloudbase-init.conf.pkrtpl") {
+				rendered = strings.Contains(text, "ntp_use_dhcp_config = length(var.ntp_servers) == 0")
+			}
 		}
 		return nil
 	})
-	return out
+	if !rendered {
+		problems = append(problems, "images/vsphere does not render cloudbase-init.conf.pkrtpl with ntp_use_dhcp_config = length(var.ntp_servers) == 0")
+	}
+	return problems
 }
 
-// TestEvaluationRefused: prepare-windows.ps1, the build's first step,
-// refuses an evaluation edition, before it installs anything, unless
+// evaluationProblems: prepare-windows.ps1, the build's first step, refuses
+// an evaluation edition, before it installs anything, unless
 // allow_evaluation says the image is for a lab.
-func TestEvaluationRefused(t *testing.T) {
-	problems := func(cmds []psCommand) []string {
-		return inOrder("prepare-windows.ps1", cmds,
-			step{"Get-ItemProperty", []string{`Windows NT\CurrentVersion`}},
-			step{"throw", []string{"evaluation edition", "allow_evaluation"}},
-			step{"Install-WindowsFeature", nil},
-		)
-	}
-	for _, p := range problems(script(t, "prepare-windows.ps1")) {
-		t.Error(p)
-	}
-	data, err := os.ReadFile(filepath.Join(repoRoot, "images", "scripts", "prepare-windows.ps1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"$edition = $version.EditionID", "if ($edition -like '*Eval*') {", "if ($env:CAPWIN_ALLOW_EVALUATION -ne 'true') {"} {
-		if !strings.Contains(string(data), want) {
-			t.Errorf("prepare-windows.ps1 lacks %q", want)
-		}
-	}
-	if p := problems(changed(t, "prepare-windows.ps1", "        throw ('this machine runs the evaluation edition", "        Write-Output ('this machine runs the evaluation edition")); len(p) == 0 {
-		t.Error("a prepare-windows.ps1 that accepts evaluation editions passed")
-	}
+func evaluationProblems(t *testing.T, root string) []string {
+	problems := inOrder("prepare-windows.ps1", script(t, root, "prepare-windows.ps1"),
+		step{"Get-ItemProperty", []string{`Windows NT\CurrentVersion`}},
+		step{"throw", []string{"evaluation edition", "allow_evaluation"}},
+		step{"Install-WindowsFeature", nil},
+	)
+	return append(problems, lacks(t, root, "prepare-windows.ps1",
+		"$edition = $version.EditionID", "if ($edition -like '*Eval*') {", "if ($env:CAPWIN_ALLOW_EVALUATION -ne 'true') {")...)
 }

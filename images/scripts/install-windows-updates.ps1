@@ -129,6 +129,10 @@ if ($mode -eq 'install') {
 
 # verify: what the image ships with.
 $version = Get-ItemProperty -Path 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion'
+$build = '{0}.{1}.{2}' -f $version.CurrentMajorVersionNumber, $version.CurrentMinorVersionNumber, $version.CurrentBuildNumber
+if ($build -ne $env:CAPWIN_WINDOWS_BUILD) {
+    throw ('Windows is now build {0}, not the release''s {1}: an update changed the release' -f $build, $env:CAPWIN_WINDOWS_BUILD)
+}
 $revision = [int]$version.UBR
 $minimum = [int]$env:CAPWIN_MIN_REVISION
 if ($revision -lt $minimum) {

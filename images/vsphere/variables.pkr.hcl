@@ -139,7 +139,7 @@ variable "admin_password" {
 variable "windows_iso_path" {
   type        = string
   default     = ""
-  description = "Datastore path of the Windows Server ISO, for example \"[iso-datastore] windows/SERVER_EVAL_x64FRE_en-us.iso\" (vsphere-iso)."
+  description = "Datastore path of the Windows Server ISO, for example \"[iso-datastore] windows/windows-server-2022.iso\" (vsphere-iso)."
 }
 
 variable "vmware_tools_iso_path" {
@@ -158,7 +158,7 @@ variable "product_key" {
   type        = string
   default     = ""
   sensitive   = true
-  description = "Product key for the answer file; empty for evaluation media (vsphere-iso)."
+  description = "Product key for the answer file, for media that need one (retail, MAK); empty for volume-licence media, which install with their KMS client key (vsphere-iso)."
 }
 
 # --- vsphere-clone: start from a base template ----------------------------------

@@ -78,17 +78,21 @@ func (a *Agent) Status(ctx context.Context) (*Status, error) {
 }
 
 // licenceText says a licence for a person, and what an evaluation's end
-// means for the node.
+// means for the node. An evaluation that has ended reports Unlicensed or,
+// as most report it, Notification.
 func licenceText(l host.Licence) string {
 	text := l.Edition + ", " + string(l.Status)
 	if l.Channel != "" {
 		text += " (" + l.Channel + ")"
 	}
-	if l.Remaining > 0 {
-		text += fmt.Sprintf(", %d days left", int(l.Remaining.Hours()/24))
+	ended := l.Status == host.LicenceUnlicensed || l.Status == host.LicenceNotification
+	// A KMS client's days are those of its activation, which it renews
+	// every 7 days: not a date anyone needs to act on.
+	if l.RemainingMinutes > 0 && (l.Evaluation || l.Status != host.LicenceLicensed) {
+		text += fmt.Sprintf(", %d days left", l.RemainingMinutes/(24*60))
 	}
 	switch {
-	case l.Evaluation && l.Status == host.LicenceUnlicensed:
+	case l.Evaluation && ended:
 		text += ": the evaluation has ended, and Windows shuts this machine down every hour: replace the node with one from a licensed image"
 	case l.Evaluation:
 		text += ": an evaluation; once it ends Windows shuts this machine down every hour"

@@ -51,9 +51,11 @@ type Licence struct {
 	Evaluation bool `json:"evaluation"`
 	// Status is one of the LicenceStatus values.
 	Status LicenceStatus `json:"status"`
-	// Remaining is what is left of a grace or evaluation period, rounded
-	// down to the minute; zero when none runs.
-	Remaining time.Duration `json:"remaining,omitempty"`
+	// RemainingMinutes is what is left of the licence's period, in minutes,
+	// as Windows counts it: of an evaluation, of a grace period, or of a
+	// KMS activation (which the client renews long before its end); zero
+	// when none runs.
+	RemainingMinutes int64 `json:"remainingMinutes,omitempty"`
 	// Channel is how the licence was issued, from the licence's
 	// description: VOLUME_KMSCLIENT, RETAIL, TIMEBASED_EVAL, ...
 	Channel string `json:"channel,omitempty"`

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/capwin/capwin/node-components/agent"
 	"github.com/capwin/capwin/node-components/host"
@@ -135,14 +134,20 @@ func TestStatusShowsTheLicence(t *testing.T) {
 		licence host.Licence
 		want    string
 	}{{
-		licence: host.Licence{Edition: "ServerDatacenter", Status: host.LicenceLicensed, Channel: "VOLUME_KMSCLIENT", Remaining: 180 * 24 * time.Hour},
-		want:    "Licence:   ServerDatacenter, Licensed (VOLUME_KMSCLIENT), 180 days left\n",
+		licence: host.Licence{Edition: "ServerDatacenter", Status: host.LicenceLicensed, Channel: "VOLUME_KMSCLIENT", RemainingMinutes: 180 * 24 * 60},
+		want:    "Licence:   ServerDatacenter, Licensed (VOLUME_KMSCLIENT)\n",
 	}, {
-		licence: host.Licence{Edition: "ServerDatacenterEval", Evaluation: true, Status: host.LicenceLicensed, Channel: "TIMEBASED_EVAL", Remaining: 30*24*time.Hour + time.Hour},
+		licence: host.Licence{Edition: "ServerDatacenterEval", Evaluation: true, Status: host.LicenceLicensed, Channel: "TIMEBASED_EVAL", RemainingMinutes: 30*24*60 + 60},
 		want:    "Licence:   ServerDatacenterEval, Licensed (TIMEBASED_EVAL), 30 days left: an evaluation; once it ends Windows shuts this machine down every hour\n",
 	}, {
 		licence: host.Licence{Edition: "ServerDatacenterEval", Evaluation: true, Status: host.LicenceUnlicensed, Channel: "TIMEBASED_EVAL"},
 		want:    "Licence:   ServerDatacenterEval, Unlicensed (TIMEBASED_EVAL): the evaluation has ended, and Windows shuts this machine down every hour: replace the node with one from a licensed image\n",
+	}, {
+		licence: host.Licence{Edition: "ServerDatacenterEvalCor", Evaluation: true, Status: host.LicenceNotification, Channel: "TIMEBASED_EVAL"},
+		want:    "Licence:   ServerDatacenterEvalCor, Notification (TIMEBASED_EVAL): the evaluation has ended",
+	}, {
+		licence: host.Licence{Edition: "ServerDatacenter", Status: host.LicenceOOBGrace, Channel: "VOLUME_KMSCLIENT", RemainingMinutes: 2 * 24 * 60},
+		want:    "Licence:   ServerDatacenter, OOBGrace (VOLUME_KMSCLIENT), 2 days left: not activated\n",
 	}, {
 		licence: host.Licence{Edition: "ServerStandard", Status: host.LicenceNotification, Channel: "RETAIL"},
 		want:    "Licence:   ServerStandard, Notification (RETAIL): not activated\n",

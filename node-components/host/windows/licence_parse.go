@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/capwin/capwin/node-components/host"
 )
@@ -37,8 +36,8 @@ var licenceStatuses = []host.LicenceStatus{
 var channel = regexp.MustCompile(`([A-Z_]+) channel`)
 
 // parseLicence reads licenceScript's output, for the edition of the
-// registry's EditionID. An evaluation is an edition whose ID ends in Eval,
-// or a licence of the TIMEBASED_EVAL channel.
+// registry's EditionID. An evaluation is an edition whose ID holds Eval, or
+// a licence of the TIMEBASED_EVAL channel.
 func parseLicence(edition string, output []byte) (host.Licence, error) {
 	var line []byte
 	for _, l := range bytes.Split(output, []byte("\n")) {
@@ -61,13 +60,14 @@ func parseLicence(edition string, output []byte) (host.Licence, error) {
 		return host.Licence{}, fmt.Errorf("reading the Windows licence: LicenseStatus is missing or unknown")
 	}
 	l := host.Licence{
-		Edition:   edition,
-		Status:    licenceStatuses[*p.LicenseStatus],
-		Remaining: time.Duration(max(p.GracePeriodRemaining, 0)) * time.Minute,
+		Edition:          edition,
+		Status:           licenceStatuses[*p.LicenseStatus],
+		RemainingMinutes: max(p.GracePeriodRemaining, 0),
 	}
 	if m := channel.FindStringSubmatch(p.Description); m != nil {
 		l.Channel = m[1]
 	}
-	l.Evaluation = strings.HasSuffix(strings.ToLower(edition), "eval") || l.Channel == "TIMEBASED_EVAL"
+	// DISM's names for Server Core add Cor (ServerDatacenterEvalCor).
+	l.Evaluation = strings.Contains(strings.ToLower(edition), "eval") || l.Channel == "TIMEBASED_EVAL"
 	return l, nil
 }

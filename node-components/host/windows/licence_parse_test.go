@@ -3,7 +3,6 @@ package windows
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -19,12 +18,12 @@ func TestParseLicence(t *testing.T) {
 		name:    "a KMS client, activated",
 		edition: "ServerDatacenter",
 		output:  `{"LicenseStatus":1,"GracePeriodRemaining":259200,"Description":"Windows(R) Operating System, VOLUME_KMSCLIENT channel"}`,
-		want:    host.Licence{Edition: "ServerDatacenter", Status: host.LicenceLicensed, Remaining: 180 * 24 * time.Hour, Channel: "VOLUME_KMSCLIENT"},
+		want:    host.Licence{Edition: "ServerDatacenter", Status: host.LicenceLicensed, RemainingMinutes: 259200, Channel: "VOLUME_KMSCLIENT"},
 	}, {
 		name:    "an evaluation in its period, with the prelude's output before",
 		edition: "ServerDatacenterEval",
 		output:  "some warning\r\n{\"LicenseStatus\":1,\"GracePeriodRemaining\":257039,\"Description\":\"Windows(R) Operating System, TIMEBASED_EVAL channel\"}\r\n",
-		want:    host.Licence{Edition: "ServerDatacenterEval", Evaluation: true, Status: host.LicenceLicensed, Remaining: 257039 * time.Minute, Channel: "TIMEBASED_EVAL"},
+		want:    host.Licence{Edition: "ServerDatacenterEval", Evaluation: true, Status: host.LicenceLicensed, RemainingMinutes: 257039, Channel: "TIMEBASED_EVAL"},
 	}, {
 		name:    "an evaluation that has ended",
 		edition: "ServerStandardEval",
