@@ -36,15 +36,17 @@ func TestImage(t *testing.T) {
 	ctx := t.Context()
 	out := filepath.Join(t.TempDir(), "image")
 	const ref = "registry.example/capwin/capwin-manager:test"
+	// Read before the build, as the build reads it: a commit made while
+	// the build runs (minutes) is not the image's.
+	created, err := sourceDateEpoch(ctx, repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	if err := run(ctx, repoRoot, out, ref, defaultPlatforms); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("built the image in %.0f s", time.Since(start).Seconds())
-	created, err := sourceDateEpoch(ctx, repoRoot)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// index.json: one entry, the multi-platform index, named ref; what
 	// crane push reads.
