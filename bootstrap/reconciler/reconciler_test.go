@@ -14,8 +14,10 @@ import (
 	"math/big"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,7 +268,27 @@ func newWorld(t *testing.T, spec bootstrapv1.WindowsKubeadmConfigSpec, initializ
 		APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: w.machine.Name, UID: w.machine.UID, Controller: ptr.To(true),
 	}}
 	g.Expect(mgmt.Client.Create(ctx, w.config)).To(Succeed())
+	// The world's config and Cluster go with its test: each Cluster left
+	// behind kept a ClusterCache connection to the workload API server,
+	// with its caches and a health probe every 10 s, and the later tests of
+	// the package waited behind them for their own connections.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = mgmt.Client.Delete(ctx, &bootstrapv1.WindowsKubeadmConfig{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.config.Name}})
+		_ = mgmt.Client.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.cluster.Name}})
+	})
 	return w
+}
+
+// connected waits until the ClusterCache holds a connection to the world's
+// workload cluster: a test whose next step needs it (a token to create or
+// revoke) waits for it here, where the wait says what it is for.
+func (w *world) connected(t *testing.T) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		_, err := clusterCache.GetClient(t.Context(), client.ObjectKeyFromObject(w.cluster))
+		return err
+	}, eventually, 100*time.Millisecond).Should(Succeed(), "the ClusterCache's connection to the workload cluster")
 }
 
 func (w *world) setClusterStatus(t *testing.T, controlPlaneInitialized bool) {
@@ -279,6 +301,13 @@ func (w *world) setClusterStatus(t *testing.T, controlPlaneInitialized bool) {
 	g.Expect(mgmt.Client.Status().Update(t.Context(), c)).To(Succeed())
 }
 
+// pokes numbers the pokes: each changes the config, so each makes an
+// event. (The fake clock's time, which they wrote before, stands still
+// unless a test moves it: a poke then changed nothing, made no event, and
+// a config the reconciler had requeued a minute later waited that minute,
+// whatever the test did meanwhile.)
+var pokes atomic.Int64
+
 // poke makes the reconciler look at the config again now, as its requeue
 // would after the fake clock's time has passed.
 func (w *world) poke(t *testing.T) {
@@ -290,7 +319,7 @@ func (w *world) poke(t *testing.T) {
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}
 	}
-	c.Annotations["test.capwin.io/poke"] = clock.Now().String()
+	c.Annotations["test.capwin.io/poke"] = strconv.FormatInt(pokes.Add(1), 10)
 	g.Expect(mgmt.Client.Patch(t.Context(), c, patch)).To(Succeed())
 }
 

@@ -87,6 +87,8 @@ func TestDataSecretOfAnotherControllerIsNotTaken(t *testing.T) {
 	g.Expect(ptr.Deref(c.Status.Initialization.DataSecretCreated, false)).To(BeFalse())
 	g.Expect(tokensOf(g, discovery.ProgressGroup(w.machine.Name))).To(BeEmpty(), "a token was made for a Secret that is not the config's")
 
+	// The config's own data needs a token in the workload cluster.
+	w.connected(t)
 	unblock()
 	g.Eventually(func(g Gomega) {
 		w.poke(t)
@@ -119,6 +121,8 @@ func TestUncontrolledSecretNotWrittenByCapwinIsNotTaken(t *testing.T) {
 	g.Expect(metav1.GetControllerOf(w.dataSecret(g))).To(BeNil(), "the foreign Secret was adopted")
 	g.Expect(tokensOf(g, discovery.ProgressGroup(w.machine.Name))).To(BeEmpty(), "a token was made for a Secret that is not the config's")
 
+	// The config's own data needs a token in the workload cluster.
+	w.connected(t)
 	g.Expect(mgmt.Client.Delete(t.Context(), foreign)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		w.poke(t)
