@@ -180,9 +180,9 @@ func (r *HybridClusterReconciler) reconcileDelete(ctx context.Context, hc *infra
 		setPlatformAvailable(hc, waitingForMachines(n))
 		return ctrl.Result{RequeueAfter: operationPoll}, nil
 	}
-	if hc.Spec.Azure != nil {
-		// vSphere clusters have nothing of their own to delete, and are
-		// let go even when their credentials are gone.
+	if r.Platforms.MakesClusterResources(hc) {
+		// A cluster of a platform that made nothing of its own (vSphere)
+		// is let go even when its credentials are gone.
 		p, err := r.Platforms.For(ctx, hc)
 		gone, op := false, infrav1.ClusterOperation{}
 		if err == nil {

@@ -19,6 +19,11 @@ type Factory interface {
 	// Supports reports whether this build implements the platform of that
 	// PlatformLabel value; a machine on another was never made.
 	Supports(platform string) bool
+	// MakesClusterResources reports whether the HybridCluster's platform
+	// makes resources of the cluster's own (EnsureCluster's), which
+	// deleting it must remove: a platform that makes none lets a deleted
+	// cluster go without logging in, even when its credentials are gone.
+	MakesClusterResources(hc *infrav1.HybridCluster) bool
 }
 
 // Platform is one HybridCluster's cloud, as the reconcilers use it. No call

@@ -188,15 +188,13 @@ func NodeConfig(in Input) (*nodeconfig.Config, error) {
 		KubernetesVersion: in.KubernetesVersion,
 		WindowsBuild:      in.WindowsBuild,
 		Join: nodeconfig.Join{
-			APIServerEndpoint:     net.JoinHostPort(in.ControlPlaneHost, strconv.Itoa(int(in.ControlPlanePort))),
-			Token:                 in.Token,
-			CACertHashes:          in.CACertHashes,
-			IgnorePreflightErrors: s.NodeRegistration.IgnorePreflightErrors,
-			ProgressConfigMap:     in.ProgressConfigMap,
+			APIServerEndpoint: net.JoinHostPort(in.ControlPlaneHost, strconv.Itoa(int(in.ControlPlanePort))),
+			Token:             in.Token,
+			CACertHashes:      in.CACertHashes,
+			ProgressConfigMap: in.ProgressConfigMap,
 		},
 		Labels:           map[string]string{},
 		CSIProxy:         deref(s.CSIProxy.Enabled),
-		GMSA:             deref(s.GMSA.Enabled),
 		PreJoinCommands:  s.PreJoinCommands,
 		PostJoinCommands: s.PostJoinCommands,
 	}
@@ -252,9 +250,6 @@ func NodeConfig(in Input) (*nodeconfig.Config, error) {
 			return nil, err
 		}
 		cfg.Files = append(cfg.Files, nodeconfig.File{Path: f.Path, Content: content})
-	}
-	if s.NodeAgent.URL != "" {
-		cfg.Agent = &nodeconfig.Agent{URL: s.NodeAgent.URL, SHA256: s.NodeAgent.SHA256}
 	}
 	return cfg, nil
 }

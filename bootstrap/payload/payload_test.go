@@ -63,7 +63,6 @@ func variants() map[string]bootstrapv1.WindowsKubeadmConfigSpec {
 				NoProxy:    []string{".example.com"},
 			},
 		},
-		"gmsa":      {GMSA: bootstrapv1.GMSASpec{Enabled: ptr.To(true)}},
 		"csi-proxy": {CSIProxy: bootstrapv1.CSIProxySpec{Enabled: ptr.To(true)}},
 		"extra-files": {
 			Files: []bootstrapv1.File{

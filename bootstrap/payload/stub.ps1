@@ -70,29 +70,7 @@ Write-Log ('bootstrap attempt {0}' -f $Attempt)
 Write-Log 'node configuration written'
 
 if (-not (Test-Path -Path $Agent)) {
-    $config = Get-Content -Raw -Path $ConfigPath | ConvertFrom-Json
-    if (-not $config.agent) {
-        Exit-Failed $false 'capwin-node.exe is not in the image and the configuration names no download'
-    }
-    # Logged without user info or query: a download URL may carry a signature.
-    $url = [Uri]$config.agent.url
-    Write-Log ('downloading capwin-node from {0}://{1}{2}' -f $url.Scheme, $url.Authority, $url.AbsolutePath)
-    New-Item -ItemType Directory -Force -Path (Split-Path -Parent $Agent) | Out-Null
-    [Net.ServicePointManager]::SecurityProtocol = [Net.SecurityProtocolType]::Tls12
-    $download = $Agent + '.download'
-    $request = @{ UseBasicParsing = $true; Uri = $config.agent.url; OutFile = $download }
-    if ($config.proxy -and $config.proxy.httpsProxy) { $request.Proxy = $config.proxy.httpsProxy }
-    try {
-        Invoke-WebRequest @request
-    } catch {
-        Exit-Failed $true ('downloading capwin-node failed: {0}' -f $_.Exception.Message)
-    }
-    $sum = (Get-FileHash -Algorithm SHA256 -Path $download).Hash
-    if ($sum -ne $config.agent.sha256) {
-        Remove-Item -Force -Path $download
-        Exit-Failed $false ('capwin-node.exe does not match the configured SHA-256: got {0}' -f $sum)
-    }
-    Move-Item -Force -Path $download -Destination $Agent
+    Exit-Failed $false ('{0} is missing: the machine was not made from a capwin node image (images/ in the capwin repository builds one)' -f $Agent)
 }
 
 Write-Log 'running capwin-node join'

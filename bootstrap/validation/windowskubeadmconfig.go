@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -79,7 +80,9 @@ func ValidateConfigSpec(s *bootstrapv1.WindowsKubeadmConfigSpec, path *field.Pat
 	errs = append(errs, validateKubeProxy(&s.KubeProxy, path.Child("kubeProxy"))...)
 	errs = append(errs, validateProxy(&s.Proxy, path.Child("proxy"))...)
 	errs = append(errs, validateFiles(s.Files, path.Child("files"))...)
-	errs = append(errs, validateNodeAgent(&s.NodeAgent, path.Child("nodeAgent"))...)
+	if ptr.Deref(s.GMSA.Enabled, false) {
+		errs = append(errs, field.Forbidden(path.Child("gmsa", "enabled"), "gMSA is not implemented yet: capwin installs no credential-spec webhook and configures no node for it; leave it unset"))
+	}
 	if len(errs) == 0 {
 		errs = append(errs, validatePayloadSize(s, path)...)
 	}
@@ -297,22 +300,6 @@ func validateFiles(files []bootstrapv1.File, path *field.Path) field.ErrorList {
 			}
 		default:
 			errs = append(errs, field.NotSupported(p.Child("encoding"), f.Encoding, []string{"plain", "base64"}))
-		}
-	}
-	return errs
-}
-
-func validateNodeAgent(a *bootstrapv1.NodeAgentSpec, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	switch {
-	case a.URL == "" && a.SHA256 != "":
-		errs = append(errs, field.Forbidden(path.Child("sha256"), "a checksum goes with url"))
-	case a.URL != "":
-		if err := validateURL(a.URL, path.Child("url"), "https"); err != nil {
-			errs = append(errs, err)
-		}
-		if !sha256Hex.MatchString(a.SHA256) {
-			errs = append(errs, field.Required(path.Child("sha256"), "the hex SHA-256 of the file at url: the node refuses to run an unverified download"))
 		}
 	}
 	return errs

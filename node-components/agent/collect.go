@@ -142,9 +142,6 @@ func redactNodeConfig(data []byte) ([]byte, error) {
 			m.Endpoints[i] = nodeconfig.RedactURL(e)
 		}
 	}
-	if cfg.Agent != nil {
-		cfg.Agent.URL = nodeconfig.RedactURL(cfg.Agent.URL)
-	}
 	return marshalIndent(cfg)
 }
 

@@ -36,8 +36,6 @@ type Config struct {
 
 	// CSIProxy installs and starts csi-proxy before the kubelet.
 	CSIProxy bool `json:"csiProxy,omitempty"`
-	// GMSA is the config's gmsa.enabled; the agent does not act on it yet.
-	GMSA bool `json:"gmsa,omitempty"`
 	// Proxy is the machine-wide HTTP proxy environment, if any.
 	Proxy *Proxy `json:"proxy,omitempty"`
 
@@ -47,10 +45,6 @@ type Config struct {
 	// runs, in order, before and after kubeadm join.
 	PreJoinCommands  []string `json:"preJoinCommands,omitempty"`
 	PostJoinCommands []string `json:"postJoinCommands,omitempty"`
-
-	// Agent is where the bootstrap stub downloads capwin-node when the image
-	// lacks it.
-	Agent *Agent `json:"agent,omitempty"`
 }
 
 // Join is the kubeadm join discovery and credentials.
@@ -61,8 +55,6 @@ type Join struct {
 	Token string `json:"token"`
 	// CACertHashes pin the cluster CA: sha256:<hex of the SubjectPublicKeyInfo>.
 	CACertHashes []string `json:"caCertHashes"`
-	// IgnorePreflightErrors are kubeadm preflight checks to skip.
-	IgnorePreflightErrors []string `json:"ignorePreflightErrors,omitempty"`
 	// ProgressConfigMap is the name of the ConfigMap in the namespace
 	// capwin-node-bootstrap (discovery.ProgressNamespace) the node writes
 	// its join progress to, with its bootstrap token. The bootstrap
@@ -148,10 +140,4 @@ type Proxy struct {
 type File struct {
 	Path    string `json:"path"`
 	Content string `json:"content"`
-}
-
-// Agent is a download of capwin-node.exe and its checksum.
-type Agent struct {
-	URL    string `json:"url"`
-	SHA256 string `json:"sha256"`
 }

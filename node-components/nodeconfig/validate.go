@@ -21,7 +21,6 @@ const MaxComputerName = 15
 var (
 	tokenPattern       = regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)
 	caHashPattern      = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	sha256Pattern      = regexp.MustCompile(`^[0-9A-Fa-f]{64}$`)
 	nodeNamePattern    = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 	versionPattern     = regexp.MustCompile(`^v\d+\.\d+\.\d+([-+].*)?$`)
 	buildPattern       = regexp.MustCompile(`^\d+\.\d+\.\d+$`)
@@ -207,14 +206,6 @@ func (cfg *Config) Validate() error {
 		seen[strings.ToLower(f.Path)] = true
 		if _, err := base64.StdEncoding.DecodeString(f.Content); err != nil {
 			c.add(field+".content", "is not base64: %v", err)
-		}
-	}
-	if a := cfg.Agent; a != nil {
-		if u, err := url.Parse(a.URL); err != nil || u.Scheme != "https" || u.Host == "" {
-			c.add("agent.url", "%q must be an https URL", RedactURL(a.URL))
-		}
-		if !sha256Pattern.MatchString(a.SHA256) {
-			c.add("agent.sha256", "must be the 64 hex digits of a SHA-256")
 		}
 	}
 	if len(c.errs) > 0 {

@@ -42,7 +42,6 @@ func TestValidate(t *testing.T) {
 		{"NAT exception missing", func(c *Config) { c.Network.OutboundNATExceptions = c.Network.OutboundNATExceptions[1:] }, "network.outboundNATExceptions"},
 		{"relative file", func(c *Config) { c.Files[0].Path = `a.txt` }, "files[0].path"},
 		{"file content not base64", func(c *Config) { c.Files[0].Content = "$(Remove-Item C:\\)" }, "files[0].content"},
-		{"agent over http", func(c *Config) { c.Agent = &Agent{URL: "http://x/capwin-node.exe", SHA256: strings.Repeat("a", 64)} }, "agent.url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,10 +141,10 @@ func TestDecodeIsStrict(t *testing.T) {
 func TestSecretsNotEchoed(t *testing.T) {
 	c := validConfig(t)
 	c.Proxy = &Proxy{HTTPProxy: "proxy.example.com:3128?user=alice&password=hunter2"}
-	c.Agent = &Agent{URL: "http://alice:hunter2@store.example.com/capwin-node.exe?sig=SECRETSIG", SHA256: strings.Repeat("a", 64)}
+	c.Containerd.RegistryMirrors = []RegistryMirror{{Registry: "docker.io", Endpoints: []string{"ftp://alice:hunter2@mirror.example.com/v2?sig=SECRETSIG"}}}
 	err := c.Validate()
 	if err == nil {
-		t.Fatal("want errors for the proxy and the agent URL")
+		t.Fatal("want errors for the proxy and the mirror's URL")
 	}
 	for _, secret := range []string{"hunter2", "SECRETSIG"} {
 		if strings.Contains(err.Error(), secret) {

@@ -69,6 +69,12 @@ func (f *Factory) Supports(name string) bool {
 	return name == infrav1.PlatformVSphere || name == infrav1.PlatformAzure
 }
 
+// MakesClusterResources: Azure makes the cluster's resource group,
+// network and load balancer; vSphere makes nothing of the cluster's own.
+func (f *Factory) MakesClusterResources(hc *infrav1.HybridCluster) bool {
+	return hc.Spec.Azure != nil
+}
+
 // Start runs the platforms' background work until ctx ends: it logs out of
 // idle vCenter sessions, and of all of them at the end.
 func (f *Factory) Start(ctx context.Context) error {

@@ -347,11 +347,11 @@ func TestBadInputRejected(t *testing.T) {
 			c.Spec.Files = []bootstrapv1.File{{Path: `C:\a.txt`, Content: big}, {Path: `C:\b.txt`, Content: big}}
 			return c
 		}, "spec.files", "over the 65535 byte user-data limit"},
-		{"node agent download without checksum", func(ns string) client.Object {
+		{"gMSA, which capwin does not implement yet", func(ns string) client.Object {
 			c := windowsConfig(ns)
-			c.Spec.NodeAgent.URL = "https://example.com/capwin-node.exe"
+			c.Spec.GMSA.Enabled = ptr.To(true)
 			return c
-		}, "spec.nodeAgent.sha256", "unverified download"},
+		}, "spec.gmsa.enabled", "gMSA is not implemented yet"},
 
 		// What the kubelet refuses in --node-labels, or lets replace the
 		// host's own labels (issue 19).
@@ -604,16 +604,16 @@ func TestAcceptedInput(t *testing.T) {
 	g.Expect(env.Client.Update(ctx, c)).To(Succeed())
 }
 
-// TestSecretsNotEchoed: a refused proxy URL's password or a download URL's
+// TestSecretsNotEchoed: a refused proxy URL's password or a mirror URL's
 // signed query is not repeated in the error the API server returns and logs.
 func TestSecretsNotEchoed(t *testing.T) {
 	ns := newNamespace(t)
 	c := windowsConfig(ns)
 	c.Spec.Proxy.HTTPSProxy = "ftp://alice:hunter2@proxy.example.com:3128"
-	c.Spec.NodeAgent = bootstrapv1.NodeAgentSpec{URL: "http://store.example.com/capwin-node.exe?sig=SECRETSIG", SHA256: strings.Repeat("a", 64)}
+	c.Spec.Containerd.RegistryMirrors = []bootstrapv1.RegistryMirror{{Registry: "docker.io", Endpoints: []string{"ftp://store.example.com/v2?sig=SECRETSIG"}}}
 	err := env.Client.Create(t.Context(), c, client.DryRunAll)
 	expectRejected(t, err, "spec.proxy.httpsProxy", "scheme must be")
-	expectRejected(t, err, "spec.nodeAgent.url", "scheme must be")
+	expectRejected(t, err, "spec.containerd.registryMirrors[0].endpoints[0]", "scheme must be")
 	for _, secret := range []string{"hunter2", "SECRETSIG"} {
 		if strings.Contains(err.Error(), secret) {
 			t.Errorf("the error repeats %q: %v", secret, err)

@@ -47,8 +47,8 @@ type WindowsKubeadmConfigSpec struct {
 	// +optional
 	CSIProxy CSIProxySpec `json:"csiProxy,omitempty,omitzero"`
 
-	// gmsa is passed to the node for group Managed Service Accounts; the node
-	// agent does nothing with it yet (see gmsa.enabled).
+	// gmsa is for group Managed Service Accounts: not implemented yet, and
+	// enabled is refused (see gmsa.enabled).
 	// +optional
 	GMSA GMSASpec `json:"gmsa,omitempty,omitzero"`
 
@@ -78,11 +78,6 @@ type WindowsKubeadmConfigSpec struct {
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=10240
 	PostJoinCommands []string `json:"postJoinCommands,omitempty"`
-
-	// nodeAgent is where the first boot downloads capwin-node when the image
-	// does not have it.
-	// +optional
-	NodeAgent NodeAgentSpec `json:"nodeAgent,omitempty,omitzero"`
 }
 
 // Arg is one command-line flag, without its leading dashes.
@@ -119,14 +114,6 @@ type NodeRegistration struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=100
 	KubeletExtraArgs []Arg `json:"kubeletExtraArgs,omitempty"`
-
-	// ignorePreflightErrors are kubeadm join preflight checks to ignore.
-	// +optional
-	// +listType=set
-	// +kubebuilder:validation:MaxItems=50
-	// +kubebuilder:validation:items:MinLength=1
-	// +kubebuilder:validation:items:MaxLength=512
-	IgnorePreflightErrors []string `json:"ignorePreflightErrors,omitempty"`
 }
 
 // KubeletSpec holds the kubelet's reservations. Windows has no OOM killer, so
@@ -185,8 +172,8 @@ type ContainerdSpec struct {
 	// accepts for now. HyperV (containerd's Hyper-V handler
 	// runhcs-wcow-hypervisor, for pods whose RuntimeClass names it) is
 	// refused until capwin builds it end to end: on vSphere capwin gives its
-	// VMs no nested virtualization and the flavors ship no RuntimeClass for
-	// the handler, and Azure is not implemented yet. A bootstrap config
+	// VMs no nested virtualization, on Azure it checks no VM size for it,
+	// and the flavors ship no RuntimeClass for the handler. A bootstrap config
 	// cannot see its machine's platform, so HyperV is refused on every
 	// platform. A config or template that has it from before keeps being
 	// updatable and deletable.
@@ -326,10 +313,9 @@ type CSIProxySpec struct {
 
 // GMSASpec is about group Managed Service Accounts on a node.
 type GMSASpec struct {
-	// enabled is carried in the node configuration. The node agent does not
-	// act on it yet: the credential specs and their webhook are the cluster's,
-	// and a node outside the domain would also need Windows' container
-	// credential guard plug-in configured, which capwin does not do yet.
+	// enabled must be false or unset: capwin does not implement gMSA yet
+	// (the cluster's credential-spec webhook, and a credential path on each
+	// node), and refuses true rather than make a node that ignores it.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 }
@@ -404,21 +390,6 @@ type SecretKeyReference struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	Key string `json:"key,omitempty"`
-}
-
-// NodeAgentSpec is where capwin-node is downloaded from when the image lacks it.
-type NodeAgentSpec struct {
-	// url of capwin-node.exe (https).
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=1024
-	URL string `json:"url,omitempty"`
-
-	// sha256 is the hex SHA-256 of the file; required with url.
-	// +optional
-	// +kubebuilder:validation:MinLength=64
-	// +kubebuilder:validation:MaxLength=64
-	SHA256 string `json:"sha256,omitempty"`
 }
 
 // WindowsKubeadmConfigInitializationStatus is the initialization state that

@@ -31,7 +31,8 @@ const (
 	// VMs to be deleted before it goes.
 	HybridClusterDeletingReason = "Deleting"
 	// HybridClusterPlatformNotSupportedReason means this build has no
-	// controller for the cluster's platform yet (Azure).
+	// implementation of the cluster's platform (a platform a later capwin
+	// adds, seen by an older one; this build has vSphere and Azure).
 	HybridClusterPlatformNotSupportedReason = "PlatformNotSupported"
 	// HybridClusterInvalidReason means the spec names no platform capwin
 	// can act on.

@@ -338,13 +338,6 @@ type HybridMachineTemplateStatus struct {
 	// nodeInfo is the nodes' architecture and operating system.
 	// +optional
 	NodeInfo NodeInfo `json:"nodeInfo,omitempty,omitzero"`
-
-	// conditions are the template's current state.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	// +kubebuilder:validation:MaxItems=32
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // +kubebuilder:object:root=true
