@@ -3,9 +3,7 @@ package azuresim
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -20,9 +18,6 @@ const (
 	typeVM   = "Microsoft.Compute/virtualMachines"
 	typeDisk = "Microsoft.Compute/disks"
 )
-
-// defaultOSDiskGB is the size Azure gives a Windows OS disk when the request names none.
-const defaultOSDiskGB = 127
 
 // computeServers wires the compute fakes to the model.
 func (c *Cloud) computeServers() *computefake.ServerFactory {
@@ -112,71 +107,6 @@ func (c *Cloud) putVM(ctx context.Context, rg, name string, p armcompute.Virtual
 	return lro(c, createdOr(old == nil), armcompute.VirtualMachinesClientCreateOrUpdateResponse{VirtualMachine: result}), errResponder(nil)
 }
 
-// keepOnUpdate fills an update PUT of a VM from the existing VM old where
-// Azure keeps what is there (secrets GET never returns, read-only
-// properties, the OS disk) and refuses the changes Azure refuses.
-func keepOnUpdate(vm, old *armcompute.VirtualMachine) *armError {
-	if vm.Properties == nil {
-		vm.Properties = &armcompute.VirtualMachineProperties{}
-	}
-	np, op := vm.Properties, old.Properties
-	if !strings.EqualFold(deref(vm.Location), deref(old.Location)) {
-		return changeNotAllowed("location")
-	}
-	if !slices.Equal(derefAll(vm.Zones), derefAll(old.Zones)) {
-		return changeNotAllowed("zones")
-	}
-	if np.OSProfile == nil {
-		o := clone(*op.OSProfile)
-		np.OSProfile = &o
-	}
-	no, oo := np.OSProfile, op.OSProfile
-	for _, f := range []struct {
-		name     string
-		now, was **string
-	}{
-		{"computerName", &no.ComputerName, &oo.ComputerName},
-		{"adminUsername", &no.AdminUsername, &oo.AdminUsername},
-		{"adminPassword", &no.AdminPassword, &oo.AdminPassword},
-		{"customData", &no.CustomData, &oo.CustomData},
-	} {
-		switch {
-		case deref(*f.now) == "":
-			*f.now = *f.was
-		case deref(*f.now) != deref(*f.was):
-			return changeNotAllowed(f.name)
-		}
-	}
-	if np.StorageProfile == nil {
-		np.StorageProfile = &armcompute.StorageProfile{}
-	}
-	if np.StorageProfile.ImageReference == nil {
-		np.StorageProfile.ImageReference = op.StorageProfile.ImageReference
-	} else if imageKey(np.StorageProfile.ImageReference) != imageKey(op.StorageProfile.ImageReference) {
-		return changeNotAllowed("imageReference")
-	}
-	oldDisk := op.StorageProfile.OSDisk
-	if d := np.StorageProfile.OSDisk; d != nil && deref(d.Name) != "" && !strings.EqualFold(deref(d.Name), deref(oldDisk.Name)) {
-		return changeNotAllowed("osDisk.name")
-	}
-	disk := clone(*oldDisk)
-	if d := np.StorageProfile.OSDisk; d != nil && d.DeleteOption != nil {
-		disk.DeleteOption = d.DeleteOption
-	}
-	np.StorageProfile.OSDisk = &disk
-	if np.NetworkProfile == nil || !slices.Equal(nicKeys(np.NetworkProfile), nicKeys(op.NetworkProfile)) {
-		return errf(http.StatusConflict, "OperationNotAllowed", "networkProfile",
-			"azuresim does not simulate adding or removing network interfaces of an existing VM (Azure requires the VM to be deallocated).")
-	}
-	np.VMID, np.TimeCreated = op.VMID, op.TimeCreated
-	return nil
-}
-
-// changeNotAllowed is the 409 Azure answers to an update PUT changing a fixed property.
-func changeNotAllowed(prop string) *armError {
-	return errf(http.StatusConflict, "PropertyChangeNotAllowed", prop, "Changing property '%s' is not allowed.", prop)
-}
-
 // vmNICs returns the NICs a VM refers to, after checking that each exists,
 // lies in the VM's location and is not used by another VM; the caller holds c.mu.
 func (c *Cloud) vmNICs(vm *armcompute.VirtualMachine) ([]*armnetwork.Interface, *armError) {
@@ -205,61 +135,6 @@ func (c *Cloud) vmNICs(vm *armcompute.VirtualMachine) ([]*armnetwork.Interface, 
 		return nil, invalidParameter("networkInterfaces", "Virtual machine %s has %d network interfaces: exactly one of them must be marked primary.", deref(vm.ID), len(refs))
 	}
 	return out, nil
-}
-
-// addOSDisk creates the managed OS disk of a new VM and points the VM at
-// it; the caller holds c.mu.
-func (c *Cloud) addOSDisk(vm *armcompute.VirtualMachine, rg string) *armError {
-	sp := vm.Properties.StorageProfile
-	if sp.OSDisk == nil {
-		sp.OSDisk = &armcompute.OSDisk{}
-	}
-	d := sp.OSDisk
-	if deref(d.Name) == "" {
-		d.Name = ptr(fmt.Sprintf("%s_OsDisk_1_%s", deref(vm.Name), newHex(32)))
-	}
-	id := c.resourceID(rg, typeDisk, deref(d.Name))
-	if c.disks[key(id)] != nil {
-		return errf(http.StatusConflict, "OperationNotAllowed", "osDisk.name",
-			"Disk %s already exists; a new VM cannot create its OS disk under that name.", id)
-	}
-	if d.DiskSizeGB == nil {
-		d.DiskSizeGB = ptr[int32](defaultOSDiskGB)
-	}
-	if d.ManagedDisk == nil {
-		d.ManagedDisk = &armcompute.ManagedDiskParameters{}
-	}
-	if d.ManagedDisk.StorageAccountType == nil {
-		d.ManagedDisk.StorageAccountType = ptr(armcompute.StorageAccountTypesPremiumLRS)
-	}
-	d.ManagedDisk.ID = ptr(id)
-	if d.CreateOption == nil {
-		d.CreateOption = ptr(armcompute.DiskCreateOptionTypesFromImage)
-	}
-	osType := armcompute.OperatingSystemTypesWindows
-	if !isWindows(vm) {
-		osType = armcompute.OperatingSystemTypesLinux
-	}
-	d.OSType = &osType
-	c.disks[key(id)] = &armcompute.Disk{
-		ID:        ptr(id),
-		Name:      d.Name,
-		Type:      ptr(typeDisk),
-		Location:  vm.Location,
-		Zones:     vm.Zones,
-		ManagedBy: vm.ID,
-		SKU:       &armcompute.DiskSKU{Name: ptr(armcompute.DiskStorageAccountTypes(*d.ManagedDisk.StorageAccountType))},
-		Properties: &armcompute.DiskProperties{
-			CreationData:      &armcompute.CreationData{CreateOption: ptr(armcompute.DiskCreateOptionFromImage)},
-			DiskSizeGB:        d.DiskSizeGB,
-			OSType:            &osType,
-			DiskState:         ptr(armcompute.DiskStateAttached),
-			ProvisioningState: ptr("Succeeded"),
-			TimeCreated:       ptr(time.Now().UTC()),
-			UniqueID:          ptr(newGUID()),
-		},
-	}
-	return nil
 }
 
 // assignMACs gives each NIC of a running VM a MAC address, as Azure does
@@ -445,176 +320,4 @@ func (c *Cloud) removeVM(k string) {
 			n.Properties.VirtualMachine = nil
 		}
 	}
-}
-
-// getDisk returns a managed disk.
-func (c *Cloud) getDisk(_ context.Context, rg, name string, _ *armcompute.DisksClientGetOptions) (azfake.Responder[armcompute.DisksClientGetResponse], azfake.ErrorResponder) {
-	var resp azfake.Responder[armcompute.DisksClientGetResponse]
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g, e := c.group(rg, false)
-	if e != nil {
-		return resp, errResponder(e)
-	}
-	d := c.disks[key(c.resourceID(deref(g.Name), typeDisk, name))]
-	if d == nil {
-		return resp, errResponder(notFound(typeDisk, name, rg))
-	}
-	resp.SetResponse(http.StatusOK, armcompute.DisksClientGetResponse{Disk: clone(*d)}, nil)
-	return resp, errResponder(nil)
-}
-
-// listDisks returns the managed disks of a resource group in one page.
-func (c *Cloud) listDisks(rg string, _ *armcompute.DisksClientListByResourceGroupOptions) azfake.PagerResponder[armcompute.DisksClientListByResourceGroupResponse] {
-	var resp azfake.PagerResponder[armcompute.DisksClientListByResourceGroupResponse]
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g, e := c.group(rg, false)
-	if e != nil {
-		resp.AddError(e)
-		return resp
-	}
-	var page armcompute.DisksClientListByResourceGroupResponse
-	for _, d := range inGroup(c.disks, key(deref(g.ID))) {
-		page.Value = append(page.Value, ptr(clone(*d)))
-	}
-	resp.AddPage(http.StatusOK, page, nil)
-	return resp
-}
-
-// deleteDisk deletes a managed disk no VM uses.
-func (c *Cloud) deleteDisk(ctx context.Context, rg, name string, _ *armcompute.DisksClientBeginDeleteOptions) (azfake.PollerResponder[armcompute.DisksClientDeleteResponse], azfake.ErrorResponder) {
-	var resp azfake.PollerResponder[armcompute.DisksClientDeleteResponse]
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g, e := c.group(rg, false)
-	if e != nil {
-		return resp, errResponder(e)
-	}
-	id := c.resourceID(deref(g.Name), typeDisk, name)
-	k := key(id)
-	d := c.disks[k]
-	if d == nil {
-		return deleted[armcompute.DisksClientDeleteResponse](), errResponder(nil)
-	}
-	if d.ManagedBy != nil {
-		return resp, errResponder(errf(http.StatusConflict, "OperationNotAllowed", "",
-			"Disk %s is attached to VM %s.", id, deref(d.ManagedBy)))
-	}
-	c.startDelete(ctx, k, func() { delete(c.disks, k) })
-	return lro(c, http.StatusAccepted, armcompute.DisksClientDeleteResponse{}), errResponder(nil)
-}
-
-// derefAll returns the strings a slice of pointers points to.
-func derefAll(s []*string) []string {
-	out := make([]string, 0, len(s))
-	for _, p := range s {
-		out = append(out, deref(p))
-	}
-	return out
-}
-
-// nicKeys returns the lower-cased NIC IDs of a network profile, sorted.
-func nicKeys(np *armcompute.NetworkProfile) []string {
-	var out []string
-	if np == nil {
-		return nil
-	}
-	for _, ref := range np.NetworkInterfaces {
-		out = append(out, key(deref(ref.ID)))
-	}
-	slices.Sort(out)
-	return out
-}
-
-// imageKey identifies an image reference for comparison.
-func imageKey(r *armcompute.ImageReference) string {
-	if r == nil {
-		return ""
-	}
-	return strings.ToLower(strings.Join([]string{deref(r.ID), deref(r.SharedGalleryImageID), deref(r.CommunityGalleryImageID),
-		deref(r.Publisher), deref(r.Offer), deref(r.SKU), deref(r.Version)}, "|"))
-}
-
-// startVM starts a VM; powerOffVM and deallocateVM stop it. The VM is
-// Updating until the operation ends, then Succeeded in its new power state.
-func (c *Cloud) startVM(ctx context.Context, rg, name string, _ *armcompute.VirtualMachinesClientBeginStartOptions) (azfake.PollerResponder[armcompute.VirtualMachinesClientStartResponse], azfake.ErrorResponder) {
-	return powerVM[armcompute.VirtualMachinesClientStartResponse](ctx, c, rg, name, "running")
-}
-
-func (c *Cloud) powerOffVM(ctx context.Context, rg, name string, _ *armcompute.VirtualMachinesClientBeginPowerOffOptions) (azfake.PollerResponder[armcompute.VirtualMachinesClientPowerOffResponse], azfake.ErrorResponder) {
-	return powerVM[armcompute.VirtualMachinesClientPowerOffResponse](ctx, c, rg, name, "stopped")
-}
-
-func (c *Cloud) deallocateVM(ctx context.Context, rg, name string, _ *armcompute.VirtualMachinesClientBeginDeallocateOptions) (azfake.PollerResponder[armcompute.VirtualMachinesClientDeallocateResponse], azfake.ErrorResponder) {
-	return powerVM[armcompute.VirtualMachinesClientDeallocateResponse](ctx, c, rg, name, "deallocated")
-}
-
-// vmToChange is the VM name of resource group rg and its key, or the error
-// of a change to it: the group or the VM missing, or the VM being deleted.
-// The caller holds c.mu.
-func (c *Cloud) vmToChange(rg, name string) (*armcompute.VirtualMachine, string, *armError) {
-	g, e := c.group(rg, true)
-	if e != nil {
-		return nil, "", e
-	}
-	id := c.resourceID(deref(g.Name), typeVM, name)
-	k := key(id)
-	vm := c.vms[k]
-	if vm == nil {
-		return nil, "", notFound(typeVM, name, rg)
-	}
-	if e := c.notDeleting(k, id); e != nil {
-		return nil, "", e
-	}
-	return vm, k, nil
-}
-
-func powerVM[T any](ctx context.Context, c *Cloud, rg, name, power string) (azfake.PollerResponder[T], azfake.ErrorResponder) {
-	var resp azfake.PollerResponder[T]
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	vm, k, e := c.vmToChange(rg, name)
-	if e != nil {
-		return resp, errResponder(e)
-	}
-	if c.pending[k] != 0 {
-		return resp, errResponder(errf(http.StatusConflict, "OperationNotAllowed", "", "Operation on VM %s is not allowed while another operation on it is in progress.", name))
-	}
-	before := powerOf(vm)
-	setVMState(vm, "Updating", false)
-	setPower(vm, before)
-	c.startOp(ctx, k, func() {
-		setVMState(vm, "Succeeded", false)
-		setPower(vm, power)
-	})
-	var zero T
-	return lro(c, http.StatusAccepted, zero), errResponder(nil)
-}
-
-// powerOf is the VM's power state ("running", "stopped", ...), or "".
-func powerOf(vm *armcompute.VirtualMachine) string {
-	if vm.Properties.InstanceView == nil {
-		return ""
-	}
-	for _, st := range vm.Properties.InstanceView.Statuses {
-		if code := deref(st.Code); strings.HasPrefix(code, "PowerState/") {
-			return strings.TrimPrefix(code, "PowerState/")
-		}
-	}
-	return ""
-}
-
-// setPower sets the VM's PowerState status; "" leaves it without one.
-func setPower(vm *armcompute.VirtualMachine, power string) {
-	if power == "" {
-		return
-	}
-	display := map[string]string{"running": "VM running", "stopped": "VM stopped", "deallocated": "VM deallocated"}[power]
-	iv := vm.Properties.InstanceView
-	iv.Statuses = append(iv.Statuses, &armcompute.InstanceViewStatus{
-		Code:          ptr("PowerState/" + power),
-		DisplayStatus: ptr(display),
-		Level:         ptr(armcompute.StatusLevelTypesInfo),
-	})
 }
