@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf16"
 
@@ -70,6 +71,17 @@ func serviceExitCode(code int) uint32 {
 		return 1
 	}
 	return uint32(code)
+}
+
+// failure is the exit code of a service host that could not start its
+// command: the Win32 error if there is one (ERROR_FILE_NOT_FOUND for a
+// missing executable), else service-specific 1.
+func failure(err error) (bool, uint32) {
+	var errno syscall.Errno
+	if errors.As(err, &errno) && errno != 0 {
+		return false, uint32(errno)
+	}
+	return true, 1
 }
 
 var guidPattern = regexp.MustCompile(`^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$`)

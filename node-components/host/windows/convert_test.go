@@ -1,10 +1,13 @@
 package windows
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"net/netip"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,6 +49,19 @@ func TestServiceExitCode(t *testing.T) {
 		if got := serviceExitCode(code); got != want {
 			t.Errorf("serviceExitCode(%d) = %d, want %d", code, got, want)
 		}
+	}
+}
+
+func TestFailure(t *testing.T) {
+	// ERROR_FILE_NOT_FOUND, as exec reports a missing executable: wrapped.
+	if ssec, code := failure(fmt.Errorf("starting: %w", syscall.Errno(2))); ssec || code != 2 {
+		t.Errorf("failure of a Win32 error = %v, %d; want the Win32 code 2", ssec, code)
+	}
+	if ssec, code := failure(errors.New("no")); !ssec || code != 1 {
+		t.Errorf("failure without an Errno = %v, %d; want service-specific 1", ssec, code)
+	}
+	if ssec, code := failure(syscall.Errno(0)); !ssec || code != 1 {
+		t.Errorf("failure of Errno 0 = %v, %d; want service-specific 1", ssec, code)
 	}
 }
 

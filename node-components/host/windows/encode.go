@@ -3,8 +3,11 @@ package windows
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"unicode/utf16"
+
+	"github.com/capwin/capwin/node-components/host"
 )
 
 // EncodeCommand encodes a PowerShell script for powershell.exe's
@@ -40,6 +43,21 @@ const scriptPrelude = `$ErrorActionPreference='Stop'; $ProgressPreference='Silen
 // wrapScript returns script with the prelude Shell runs it with.
 func wrapScript(script string) string {
 	return scriptPrelude + script
+}
+
+// powershellCommandLine is the command line Shell runs a script with:
+// powershell.exe at exe, without a profile or prompts, the execution policy
+// bypassed for this process, and the script with wrapScript's prelude as
+// -EncodedCommand. A script whose command line CreateProcess would refuse
+// is an error that gives its size, never its text.
+func powershellCommandLine(exe, script string) (string, error) {
+	argv := []string{exe, "-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass",
+		"-EncodedCommand", EncodeCommand(wrapScript(script))}
+	cmdline := host.CommandLine(argv)
+	if commandLineTooLong(cmdline) {
+		return "", fmt.Errorf("the script (%d bytes) encodes into a command line over Windows' %d characters", len(script), maxCommandLine)
+	}
+	return cmdline, nil
 }
 
 // outputTailSize is how much of a failed script's output its error quotes.

@@ -3,9 +3,12 @@ package windows
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf16"
+
+	"github.com/capwin/capwin/node-components/host"
 )
 
 func decodeCommand(t *testing.T, encoded string) string {
@@ -78,5 +81,35 @@ func TestOutputTail(t *testing.T) {
 	// OEM code page bytes are not UTF-8: the error must still be valid text.
 	if got := outputTail([]byte{'x', 0x81, 'y'}); got != "x\uFFFDy" {
 		t.Errorf("outputTail = %q", got)
+	}
+}
+
+func TestPowershellCommandLine(t *testing.T) {
+	const exe = `C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe`
+	script := "Get-Service \"kubelet\"; Write-Output 'a b'\n"
+	cmdline, err := powershellCommandLine(exe, script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := host.SplitCommandLine(cmdline)
+	if want := []string{exe, "-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-EncodedCommand"}; len(argv) != len(want)+1 || !slices.Equal(argv[:len(want)], want) {
+		t.Fatalf("argv = %q, want %q and the encoded script", argv, want)
+	}
+	if got := decodeCommand(t, argv[len(argv)-1]); got != wrapScript(script) {
+		t.Errorf("the encoded command is %q, want the script with its prelude", got)
+	}
+
+	// The longest script that fits (the encoded script is the only part
+	// whose length varies: base64 of UTF-16), and one byte more, which is
+	// refused without its text.
+	fixed := len(utf16.Encode([]rune(host.CommandLine([]string{exe, "-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-EncodedCommand", ""}))))
+	encodedMax := maxCommandLine - fixed + len(`""`)
+	scriptMax := encodedMax/4*3/2 - len(scriptPrelude)
+	if _, err := powershellCommandLine(exe, strings.Repeat("s", scriptMax)); err != nil {
+		t.Errorf("a script of %d bytes: %v", scriptMax, err)
+	}
+	_, err = powershellCommandLine(exe, strings.Repeat("s", scriptMax+1))
+	if err == nil || strings.Contains(err.Error(), "sss") || !strings.Contains(err.Error(), "32766") {
+		t.Errorf("a script of %d bytes: %v; want an error that names the limit, not the script", scriptMax+1, err)
 	}
 }

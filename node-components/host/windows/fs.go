@@ -9,11 +9,6 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// privateSDDL grants full control to SYSTEM (SY) and BUILTIN\Administrators
-// (BA) and nobody else; P protects the DACL from the ACEs its parent
-// directory would otherwise pass on.
-const privateSDDL = "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"
-
 var privateDACL = sync.OnceValues(func() (*windows.ACL, error) {
 	sd, err := windows.SecurityDescriptorFromString(privateSDDL)
 	if err != nil {

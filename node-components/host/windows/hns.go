@@ -4,9 +4,7 @@ package windows
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/Microsoft/hnslib/hcn"
@@ -19,10 +17,6 @@ import (
 // switch has taken over the adapter, a moment after the network is created.
 const managementIPWait = 10 * time.Second
 
-// listAttempts is how often Networks and Endpoints list again when an object
-// disappears while they list: hcn lists the ids, then reads each object.
-const listAttempts = 3
-
 // hns is the Host Networking Service, through its v2 (HCN) API.
 type hns struct{}
 
@@ -30,7 +24,7 @@ var _ host.HNS = hns{}
 
 // Networks lists the HNS networks.
 func (hns) Networks(context.Context) ([]host.Network, error) {
-	nets, err := listRetrying(hcn.ListNetworks)
+	nets, err := listRetrying(hcn.ListNetworks, isNotFound)
 	if err != nil {
 		return nil, fmt.Errorf("listing HNS networks: %w", err)
 	}
@@ -77,12 +71,12 @@ func (hns) CreateNetwork(ctx context.Context, n host.Network) (host.Network, err
 // DeleteNetwork deletes a network; a missing one is host.ErrNotExist.
 func (hns) DeleteNetwork(_ context.Context, id string) error {
 	return deleteObject("network", id, (&hcn.HostComputeNetwork{Id: id}).Delete,
-		hcn.ListNetworks, func(n hcn.HostComputeNetwork) string { return n.Id })
+		hcn.ListNetworks, func(n hcn.HostComputeNetwork) string { return n.Id }, isNotFound)
 }
 
 // Endpoints lists the HNS endpoints of all networks.
 func (hns) Endpoints(context.Context) ([]host.Endpoint, error) {
-	eps, err := listRetrying(hcn.ListEndpoints)
+	eps, err := listRetrying(hcn.ListEndpoints, isNotFound)
 	if err != nil {
 		return nil, fmt.Errorf("listing HNS endpoints: %w", err)
 	}
@@ -96,24 +90,7 @@ func (hns) Endpoints(context.Context) ([]host.Endpoint, error) {
 // DeleteEndpoint deletes an endpoint; a missing one is host.ErrNotExist.
 func (hns) DeleteEndpoint(_ context.Context, id string) error {
 	return deleteObject("endpoint", id, (&hcn.HostComputeEndpoint{Id: id}).Delete,
-		hcn.ListEndpoints, func(e hcn.HostComputeEndpoint) string { return e.Id })
-}
-
-// deleteObject deletes the HNS object id of a kind (network, endpoint) with
-// del; a missing one is host.ErrNotExist. hcn's errors for a missing object
-// vary, so when del fails the objects are listed to tell.
-func deleteObject[T any](kind, id string, del func() error, list func() ([]T, error), idOf func(T) string) error {
-	if !isGUID(id) {
-		return fmt.Errorf("deleting HNS %s %q: not an HNS id: %w", kind, id, host.ErrNotExist)
-	}
-	err := del()
-	if err == nil {
-		return nil
-	}
-	if isNotFound(err) || !exists(list, idOf, id) {
-		return fmt.Errorf("deleting HNS %s %s: %w", kind, id, host.ErrNotExist)
-	}
-	return fmt.Errorf("deleting HNS %s %s: %w", kind, id, err)
+		hcn.ListEndpoints, func(e hcn.HostComputeEndpoint) string { return e.Id }, isNotFound)
 }
 
 // isNotFound reports whether an hcn error says the object does not exist.
@@ -122,150 +99,62 @@ func isNotFound(err error) bool {
 		hcn.IsNetworkNotFoundError(err) || hcn.IsEndpointNotFoundError(err)
 }
 
-// listRetrying lists again when an object disappeared while hcn listed.
-func listRetrying[T any](list func() ([]T, error)) ([]T, error) {
-	var err error
-	for range listAttempts {
-		var items []T
-		items, err = list()
-		if err == nil || !isNotFound(err) {
-			return items, err
-		}
-	}
-	return nil, err
-}
-
-// exists reports whether an object with id is listed; when listing fails it
-// says yes, so that the caller reports its own error rather than a
-// not-found.
-func exists[T any](list func() ([]T, error), idOf func(T) string, id string) bool {
-	items, err := listRetrying(list)
-	if err != nil {
-		return true
-	}
-	for _, it := range items {
-		if strings.EqualFold(idOf(it), id) {
-			return true
-		}
-	}
-	return false
-}
-
-// networkToHCN is the HCN v2 request for a network: one static subnet with a
-// default route through the gateway (hcn refuses a subnet without one), a
-// VSID subnet policy for an overlay network, a NetAdapterName policy when
-// the adapter is named (HNS picks one otherwise). ID and ManagementIP are
-// HNS's to fill in and are not sent.
+// networkToHCN is networkRequest (see there) as hcn's request, in HCN's v2
+// schema.
 func networkToHCN(n host.Network) (*hcn.HostComputeNetwork, error) {
-	prefix, gateway, err := host.CheckNetwork(n)
+	r, err := networkRequest(n)
 	if err != nil {
 		return nil, err
 	}
-	subnet := hcn.Subnet{
-		IpAddressPrefix: prefix.String(),
-		Routes:          []hcn.Route{{NextHop: gateway.String(), DestinationPrefix: "0.0.0.0/0"}},
-	}
-	if n.Type == host.Overlay {
-		subnet.Policies = []json.RawMessage{mustJSON(hcn.SubnetPolicy{
-			Type:     hcn.VSID,
-			Settings: mustJSON(hcn.VsidPolicySetting{IsolationId: n.VSID}),
-		})}
-	}
 	network := &hcn.HostComputeNetwork{
-		Name:          n.Name,
-		Type:          hcn.NetworkType(n.Type),
-		Ipams:         []hcn.Ipam{{Type: "Static", Subnets: []hcn.Subnet{subnet}}},
+		Name:          r.Name,
+		Type:          hcn.NetworkType(r.Type),
+		Flags:         hcn.NetworkFlags(r.Flags),
 		SchemaVersion: hcn.V2SchemaVersion(),
 	}
-	if n.NonPersistent {
-		network.Flags |= hcn.EnableNonPersistent
+	for _, p := range r.Policies {
+		network.Policies = append(network.Policies, hcn.NetworkPolicy{Type: hcn.NetworkPolicyType(p.Type), Settings: p.Settings})
 	}
-	if n.AdapterName != "" {
-		network.Policies = append(network.Policies, hcn.NetworkPolicy{
-			Type:     hcn.NetAdapterName,
-			Settings: mustJSON(hcn.NetAdapterNameNetworkPolicySetting{NetworkAdapterName: n.AdapterName}),
-		})
+	for _, ipam := range r.Ipams {
+		h := hcn.Ipam{Type: ipam.Type}
+		for _, s := range ipam.Subnets {
+			subnet := hcn.Subnet{IpAddressPrefix: s.IPAddressPrefix, Policies: s.Policies}
+			for _, route := range s.Routes {
+				subnet.Routes = append(subnet.Routes, hcn.Route{NextHop: route.NextHop, DestinationPrefix: route.DestinationPrefix})
+			}
+			h.Subnets = append(h.Subnets, subnet)
+		}
+		network.Ipams = append(network.Ipams, h)
 	}
 	return network, nil
 }
 
-// mustJSON marshals a policy or its settings: structs of strings, numbers
-// and raw JSON this package made, which always marshal.
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("marshalling %T: %v", v, err))
-	}
-	return b
-}
-
-// networkFromHCN reads a network as HNS reports it: its first subnet, that
-// subnet's default route and VSID policy, and the adapter and host address
-// policies. A policy it cannot parse is skipped: the network is still
-// listed.
+// networkFromHCN reads a network as hcn reports it (see networkFromHNS).
 func networkFromHCN(h *hcn.HostComputeNetwork) host.Network {
-	n := host.Network{ID: h.Id, Name: h.Name, Type: host.NetworkType(h.Type), NonPersistent: h.Flags&hcn.EnableNonPersistent != 0}
+	n := hnsNetwork{ID: h.Id, Name: h.Name, Type: string(h.Type), Flags: uint32(h.Flags)}
 	for _, p := range h.Policies {
-		switch p.Type {
-		case hcn.NetAdapterName:
-			var s hcn.NetAdapterNameNetworkPolicySetting
-			if json.Unmarshal(p.Settings, &s) == nil {
-				n.AdapterName = s.NetworkAdapterName
-			}
-		case hcn.ProviderAddress:
-			// HCN v2 has no ManagementIP field: the host's address on the
-			// network is its provider address policy (flannel reads it the
-			// same way).
-			var s hcn.ProviderAddressEndpointPolicySetting
-			if json.Unmarshal(p.Settings, &s) == nil {
-				n.ManagementIP = s.ProviderAddress
-			}
-		}
+		n.Policies = append(n.Policies, hnsPolicy{Type: string(p.Type), Settings: p.Settings})
 	}
 	for _, ipam := range h.Ipams {
-		if len(ipam.Subnets) == 0 {
-			continue
-		}
-		subnet := ipam.Subnets[0]
-		n.AddressPrefix = subnet.IpAddressPrefix
-		for _, r := range subnet.Routes {
-			if r.DestinationPrefix == "0.0.0.0/0" {
-				n.Gateway = r.NextHop
-				break
+		i := hnsIpam{Type: ipam.Type}
+		for _, s := range ipam.Subnets {
+			subnet := hnsSubnet{IPAddressPrefix: s.IpAddressPrefix, Policies: s.Policies}
+			for _, route := range s.Routes {
+				subnet.Routes = append(subnet.Routes, hnsRoute{NextHop: route.NextHop, DestinationPrefix: route.DestinationPrefix})
 			}
+			i.Subnets = append(i.Subnets, subnet)
 		}
-		n.VSID = subnetVSID(subnet)
-		break
+		n.Ipams = append(n.Ipams, i)
 	}
-	return n
+	return networkFromHNS(n)
 }
 
-// subnetVSID is the isolation id of a subnet's VSID policy, 0 without one.
-func subnetVSID(s hcn.Subnet) uint32 {
-	for _, raw := range s.Policies {
-		var p hcn.SubnetPolicy
-		if json.Unmarshal(raw, &p) != nil || p.Type != hcn.VSID {
-			continue
-		}
-		var v hcn.VsidPolicySetting
-		if json.Unmarshal(p.Settings, &v) == nil {
-			return v.IsolationId
-		}
-	}
-	return 0
-}
-
-// endpointFromHCN reads an endpoint: its first IP address, and whether it
-// stands for an address on another host.
+// endpointFromHCN reads an endpoint as hcn reports it (see
+// endpointFromHNS).
 func endpointFromHCN(e *hcn.HostComputeEndpoint) host.Endpoint {
-	ep := host.Endpoint{
-		ID:        e.Id,
-		Name:      e.Name,
-		NetworkID: e.HostComputeNetwork,
-		Remote:    e.Flags&hcn.EndpointFlagsRemoteEndpoint != 0,
+	ep := hnsEndpoint{ID: e.Id, Name: e.Name, NetworkID: e.HostComputeNetwork, Flags: uint32(e.Flags)}
+	for _, c := range e.IpConfigurations {
+		ep.IPAddresses = append(ep.IPAddresses, c.IpAddress)
 	}
-	if len(e.IpConfigurations) > 0 {
-		ep.IPAddress = e.IpConfigurations[0].IpAddress
-	}
-	return ep
+	return endpointFromHNS(ep)
 }

@@ -67,3 +67,19 @@ func TestParseLicence(t *testing.T) {
 		})
 	}
 }
+
+// TestLicenceScriptAsksWhatParseLicenceReads: the script licence.go runs
+// asks for Windows' own product, selects the properties parseLicence reads
+// and prints them as one line of JSON, which parseLicence looks for.
+func TestLicenceScriptAsksWhatParseLicenceReads(t *testing.T) {
+	for _, want := range []string{
+		"ApplicationID='" + windowsApplicationID + "'",
+		"PartialProductKey IS NOT NULL",
+		"-Property LicenseStatus, GracePeriodRemaining, Description",
+		"ConvertTo-Json -Compress",
+	} {
+		if !strings.Contains(licenceScript, want) {
+			t.Errorf("the licence script does not hold %q:\n%s", want, licenceScript)
+		}
+	}
+}

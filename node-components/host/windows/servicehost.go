@@ -5,8 +5,6 @@ package windows
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -19,9 +17,6 @@ import (
 )
 
 const (
-	// maxLogSize is the size over which a service's log is moved to
-	// FILE.1 when the service starts.
-	maxLogSize = 100 << 20
 	// stopWait bounds how long the service host waits for its command to
 	// die once it killed it.
 	stopWait = 20 * time.Second
@@ -143,52 +138,4 @@ func (h *serviceHost) Execute(_ []string, requests <-chan svc.ChangeRequest, sta
 			}
 		}
 	}
-}
-
-// failure is the exit code of a service host that could not start its
-// command: the Win32 error if there is one (ERROR_FILE_NOT_FOUND for a
-// missing executable), else service-specific 1.
-func failure(err error) (bool, uint32) {
-	var errno syscall.Errno
-	if errors.As(err, &errno) && errno != 0 {
-		return false, uint32(errno)
-	}
-	return true, 1
-}
-
-// openServiceLog opens a service's log for appending, creating its
-// directory; a log over maxLogSize is first moved to path.1, replacing the
-// one there. A log that cannot be moved is appended to, and says so.
-func openServiceLog(path string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("creating the directory of log %s: %w", path, err)
-	}
-	rotateErr := rotateLog(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("opening log %s: %w", path, err)
-	}
-	if rotateErr != nil {
-		fmt.Fprintf(f, "%s capwin-node: %v\n", time.Now().UTC().Format(time.RFC3339), rotateErr)
-	}
-	return f, nil
-}
-
-func rotateLog(path string) error {
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading the size of log %s: %w", path, err)
-	}
-	if fi.Size() <= maxLogSize {
-		return nil
-	}
-	// os.Rename replaces an existing path.1 (MoveFileEx with
-	// MOVEFILE_REPLACE_EXISTING).
-	if err := os.Rename(path, path+".1"); err != nil {
-		return fmt.Errorf("moving log %s (%d bytes) aside: %w", path, fi.Size(), err)
-	}
-	return nil
 }

@@ -19,9 +19,6 @@ import (
 )
 
 const (
-	// pollInterval is how often Start, Stop and Delete look at a service's
-	// state while they wait.
-	pollInterval = 250 * time.Millisecond
 	// deleteWait bounds how long Delete waits for a service marked for
 	// deletion to disappear: it does once the last handle to it closes.
 	deleteWait = 30 * time.Second
@@ -93,7 +90,7 @@ func (services) Get(_ context.Context, name string) (host.ServiceSpec, host.Serv
 		if err != nil {
 			return fmt.Errorf("querying the state of service %s: %w", name, err)
 		}
-		state = serviceState(status.State)
+		state = serviceState(uint32(status.State))
 		return nil
 	})
 	if err != nil {
@@ -119,96 +116,37 @@ func readService(s *mgr.Service) (host.ServiceSpec, error) {
 	if err != nil {
 		return host.ServiceSpec{}, err
 	}
-	spec := host.ServiceSpec{
-		Name:          s.Name,
-		DisplayName:   cfg.DisplayName,
-		Description:   cfg.Description,
-		Command:       host.SplitCommandLine(cfg.BinaryPathName),
-		Environment:   env,
-		StartType:     startType(cfg.StartType),
-		RestartDelays: restartDelays(actions),
+	r := serviceRecord{
+		Name:         s.Name,
+		DisplayName:  cfg.DisplayName,
+		Description:  cfg.Description,
+		CommandLine:  cfg.BinaryPathName,
+		Dependencies: cfg.Dependencies,
+		StartType:    cfg.StartType,
+		Actions:      recordActions(actions),
+		ResetSeconds: reset,
+		Environment:  env,
 	}
-	if len(cfg.Dependencies) > 0 {
-		spec.Dependencies = cfg.Dependencies
-	}
-	if len(spec.RestartDelays) > 0 {
-		spec.ResetPeriod = resetPeriodDuration(reset)
-	}
-	return spec, nil
+	return r.spec(), nil
 }
 
-// startType maps the service manager's start type; those capwin never
-// registers (boot and system start, for drivers) keep a name of their own,
-// which no spec matches.
-func startType(t uint32) host.StartType {
-	switch t {
-	case mgr.StartAutomatic:
-		return host.StartAutomatic
-	case mgr.StartManual:
-		return host.StartManual
-	case mgr.StartDisabled:
-		return host.StartDisabled
-	case windows.SERVICE_BOOT_START:
-		return "Boot"
-	case windows.SERVICE_SYSTEM_START:
-		return "System"
+// scActions are recovery actions as the service manager takes them.
+func scActions(actions []recoveryAction) []mgr.RecoveryAction {
+	out := make([]mgr.RecoveryAction, len(actions))
+	for i, a := range actions {
+		out[i] = mgr.RecoveryAction(a)
 	}
-	return host.StartType(fmt.Sprintf("StartType(%d)", t))
+	return out
 }
 
-// scStartType is the service manager's start type for one host.CheckServiceSpec
-// accepted.
-func scStartType(t host.StartType) uint32 {
-	switch t {
-	case host.StartAutomatic:
-		return mgr.StartAutomatic
-	case host.StartDisabled:
-		return mgr.StartDisabled
+// recordActions are the service manager's recovery actions as a
+// serviceRecord holds them.
+func recordActions(actions []mgr.RecoveryAction) []recoveryAction {
+	out := make([]recoveryAction, len(actions))
+	for i, a := range actions {
+		out[i] = recoveryAction(a)
 	}
-	return mgr.StartManual
-}
-
-// serviceState maps a service's state; paused states, which no service
-// capwin registers accepts, keep their Windows names.
-func serviceState(s svc.State) host.ServiceState {
-	switch s {
-	case svc.Stopped:
-		return host.ServiceStopped
-	case svc.StartPending:
-		return host.ServiceStarting
-	case svc.Running:
-		return host.ServiceRunning
-	case svc.StopPending:
-		return host.ServiceStopping
-	case svc.ContinuePending:
-		return "ContinuePending"
-	case svc.PausePending:
-		return "PausePending"
-	case svc.Paused:
-		return "Paused"
-	}
-	return host.ServiceState(fmt.Sprintf("State(%d)", s))
-}
-
-// restartDelays are the delays of a service's restart actions. Other actions
-// (reboot, run a command, none), which capwin never registers, are left out.
-func restartDelays(actions []mgr.RecoveryAction) []time.Duration {
-	var delays []time.Duration
-	for _, a := range actions {
-		if a.Type == mgr.ServiceRestart {
-			delays = append(delays, a.Delay)
-		}
-	}
-	return delays
-}
-
-// recoveryActions are the service manager's restart actions for delays.
-func recoveryActions(delays []time.Duration) []mgr.RecoveryAction {
-	actions := make([]mgr.RecoveryAction, len(delays))
-	for i, d := range delays {
-		actions[i] = mgr.RecoveryAction{Type: mgr.ServiceRestart, Delay: scActionDelay(d)}
-	}
-	return actions
+	return out
 }
 
 func readServiceEnvironment(name string) ([]string, error) {
@@ -256,7 +194,7 @@ func writeServiceEnvironment(name string, env []string) error {
 	return nil
 }
 
-// serviceConfig is a spec as CreateService and ChangeServiceConfig take it.
+// serviceConfig is a record as CreateService and ChangeServiceConfig take it.
 type serviceConfig struct {
 	name, displayName, commandLine *uint16
 	account, password              *uint16
@@ -264,25 +202,16 @@ type serviceConfig struct {
 	startType                      uint32
 }
 
-func newServiceConfig(spec host.ServiceSpec) (serviceConfig, error) {
-	displayName := spec.DisplayName
-	if displayName == "" {
-		// The service manager would keep the old display name on an update
-		// and use the name on a create: use the name in both.
-		displayName = spec.Name
-	}
+func newServiceConfig(r serviceRecord) (serviceConfig, error) {
 	var c serviceConfig
 	var err error
 	for _, f := range []struct {
 		p **uint16
 		s string
 	}{
-		{&c.name, spec.Name},
-		{&c.displayName, displayName},
-		// The service manager stores this string as it is: it is the
-		// command line CreateProcess gets, quoted by host.CommandLine's
-		// rules. mgr.CreateService would quote it once more.
-		{&c.commandLine, host.CommandLine(spec.Command)},
+		{&c.name, r.Name},
+		{&c.displayName, r.DisplayName},
+		{&c.commandLine, r.CommandLine},
 		{&c.account, localSystem},
 		// LocalSystem has no password: an empty one, not NULL, which
 		// ChangeServiceConfig reads as "unchanged".
@@ -292,8 +221,8 @@ func newServiceConfig(spec host.ServiceSpec) (serviceConfig, error) {
 			return serviceConfig{}, err
 		}
 	}
-	c.dependencies = &multiSZ(spec.Dependencies)[0]
-	c.startType = scStartType(spec.StartType)
+	c.dependencies = &multiSZ(r.Dependencies)[0]
+	c.startType = r.StartType
 	return c, nil
 }
 
@@ -303,7 +232,8 @@ func (services) Create(_ context.Context, spec host.ServiceSpec) error {
 	if err := host.CheckServiceSpec(spec); err != nil {
 		return fmt.Errorf("creating service %s: %w", spec.Name, err)
 	}
-	c, err := newServiceConfig(spec)
+	r := newServiceRecord(spec)
+	c, err := newServiceConfig(r)
 	if err != nil {
 		return fmt.Errorf("creating service %s: %w", spec.Name, err)
 	}
@@ -320,7 +250,7 @@ func (services) Create(_ context.Context, spec host.ServiceSpec) error {
 	}
 	s := &mgr.Service{Name: spec.Name, Handle: h}
 	defer s.Close() //nolint:errcheck // nothing to do about it
-	if err := configureService(s, spec); err != nil {
+	if err := configureService(s, r); err != nil {
 		if derr := s.Delete(); derr != nil {
 			return errors.Join(err, fmt.Errorf("deleting the half-created service %s: %w", spec.Name, derr))
 		}
@@ -336,7 +266,8 @@ func (services) Update(_ context.Context, spec host.ServiceSpec) error {
 	if err := host.CheckServiceSpec(spec); err != nil {
 		return fmt.Errorf("updating service %s: %w", spec.Name, err)
 	}
-	c, err := newServiceConfig(spec)
+	r := newServiceRecord(spec)
+	c, err := newServiceConfig(r)
 	if err != nil {
 		return fmt.Errorf("updating service %s: %w", spec.Name, err)
 	}
@@ -349,37 +280,37 @@ func (services) Update(_ context.Context, spec host.ServiceSpec) error {
 		if err != nil {
 			return fmt.Errorf("updating service %s: %w", spec.Name, err)
 		}
-		return configureService(s, spec)
+		return configureService(s, r)
 	})
 }
 
 // configureService writes what CreateService and ChangeServiceConfig do not
 // take: the description, the recovery actions and the environment.
-func configureService(s *mgr.Service, spec host.ServiceSpec) error {
+func configureService(s *mgr.Service, r serviceRecord) error {
 	// An empty description, unlike a NULL one, removes the old one.
-	desc, err := windows.UTF16PtrFromString(spec.Description)
+	desc, err := windows.UTF16PtrFromString(r.Description)
 	if err != nil {
-		return fmt.Errorf("setting the description of service %s: %w", spec.Name, err)
+		return fmt.Errorf("setting the description of service %s: %w", r.Name, err)
 	}
 	sd := windows.SERVICE_DESCRIPTION{Description: desc}
 	if err := windows.ChangeServiceConfig2(s.Handle, windows.SERVICE_CONFIG_DESCRIPTION, (*byte)(unsafe.Pointer(&sd))); err != nil {
-		return fmt.Errorf("setting the description of service %s: %w", spec.Name, err)
+		return fmt.Errorf("setting the description of service %s: %w", r.Name, err)
 	}
-	if len(spec.RestartDelays) == 0 {
+	if len(r.Actions) == 0 {
 		if err := s.ResetRecoveryActions(); err != nil {
-			return fmt.Errorf("removing the recovery actions of service %s: %w", spec.Name, err)
+			return fmt.Errorf("removing the recovery actions of service %s: %w", r.Name, err)
 		}
-	} else if err := s.SetRecoveryActions(recoveryActions(spec.RestartDelays), resetPeriodSeconds(spec.ResetPeriod)); err != nil {
-		return fmt.Errorf("setting the recovery actions of service %s: %w", spec.Name, err)
+	} else if err := s.SetRecoveryActions(scActions(r.Actions), r.ResetSeconds); err != nil {
+		return fmt.Errorf("setting the recovery actions of service %s: %w", r.Name, err)
 	}
 	// Without this flag the service manager restarts only a service whose
 	// process died without reporting Stopped; with it, also one that
 	// reports Stopped with a non-zero exit code, as the service host does
 	// when its command exits.
 	if err := s.SetRecoveryActionsOnNonCrashFailures(true); err != nil {
-		return fmt.Errorf("enabling the recovery actions of service %s on non-crash failures: %w", spec.Name, err)
+		return fmt.Errorf("enabling the recovery actions of service %s on non-crash failures: %w", r.Name, err)
 	}
-	return writeServiceEnvironment(spec.Name, spec.Environment)
+	return writeServiceEnvironment(r.Name, r.Environment)
 }
 
 // Delete stops a service and removes it, and waits until the service manager
@@ -481,25 +412,14 @@ func startService(ctx context.Context, s *mgr.Service, name string) error {
 		case svc.Running:
 			return true, nil
 		case svc.Stopped:
-			return false, fmt.Errorf("service %s stopped instead of starting: %w", name, exitError(st))
+			return false, fmt.Errorf("service %s stopped instead of starting: %w", name, exitError(st.Win32ExitCode, st.ServiceSpecificExitCode))
 		}
 		return false, nil
 	})
 	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-		return fmt.Errorf("waiting for service %s to start (it is %s): %w", name, serviceState(last.State), err)
+		return fmt.Errorf("waiting for service %s to start (it is %s): %w", name, serviceState(uint32(last.State)), err)
 	}
 	return err
-}
-
-// exitError describes how a stopped service exited.
-func exitError(st svc.Status) error {
-	switch {
-	case st.Win32ExitCode == uint32(windows.ERROR_SERVICE_SPECIFIC_ERROR):
-		return fmt.Errorf("service-specific exit code %d (0x%X)", st.ServiceSpecificExitCode, st.ServiceSpecificExitCode)
-	case st.Win32ExitCode != 0:
-		return fmt.Errorf("Win32 exit code %d: %w", st.Win32ExitCode, windows.Errno(st.Win32ExitCode))
-	}
-	return errors.New("exit code 0")
 }
 
 // Stop stops a service and waits until it has stopped; a stopped service is
@@ -545,7 +465,7 @@ func stopService(ctx context.Context, s *mgr.Service) error {
 		return false, fmt.Errorf("stopping service %s: %w", s.Name, err)
 	})
 	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-		return fmt.Errorf("waiting for service %s to stop (it is %s): %w", s.Name, serviceState(last.State), err)
+		return fmt.Errorf("waiting for service %s to stop (it is %s): %w", s.Name, serviceState(uint32(last.State)), err)
 	}
 	return err
 }
@@ -563,22 +483,4 @@ func waitStopped(ctx context.Context, s *mgr.Service) error {
 		return fmt.Errorf("waiting for service %s to stop: %w", s.Name, err)
 	}
 	return nil
-}
-
-// poll calls f every pollInterval until it is done or fails, or ctx is done
-// (then it returns ctx.Err()).
-func poll(ctx context.Context, f func() (done bool, err error)) error {
-	t := time.NewTicker(pollInterval)
-	defer t.Stop()
-	for {
-		done, err := f()
-		if err != nil || done {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
 }

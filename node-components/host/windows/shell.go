@@ -37,11 +37,9 @@ func (shell) Run(ctx context.Context, script string) ([]byte, error) {
 		return nil, fmt.Errorf("running a PowerShell script: finding the system directory: %w", err)
 	}
 	exe := filepath.Join(system, "WindowsPowerShell", "v1.0", "powershell.exe")
-	argv := []string{exe, "-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass",
-		"-EncodedCommand", EncodeCommand(wrapScript(script))}
-	cmdline := host.CommandLine(argv)
-	if commandLineTooLong(cmdline) {
-		return nil, fmt.Errorf("running a PowerShell script: the script (%d bytes) encodes into a command line over Windows' %d characters", len(script), maxCommandLine)
+	cmdline, err := powershellCommandLine(exe, script)
+	if err != nil {
+		return nil, fmt.Errorf("running a PowerShell script: %w", err)
 	}
 	j, err := newJob()
 	if err != nil {

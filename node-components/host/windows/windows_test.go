@@ -2,13 +2,15 @@
 
 package windows
 
+// The tests that need Windows' own types (hcn, golang.org/x/sys/windows and
+// its svc packages build only for Windows): that the values the untagged
+// files name are Windows', and that hns.go's copies to and from hcn's types
+// lose nothing. None calls into Windows. The logic they feed is tested on
+// any OS by the untagged files' tests.
+
 import (
 	"encoding/json"
-	"errors"
-	"reflect"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/Microsoft/hnslib/hcn"
 	"golang.org/x/sys/windows"
@@ -18,6 +20,43 @@ import (
 	"github.com/capwin/capwin/node-components/host"
 )
 
+func TestValuesAreWindows(t *testing.T) {
+	for name, c := range map[string]struct{ ours, windows uint64 }{
+		"SERVICE_BOOT_START":           {scBootStart, windows.SERVICE_BOOT_START},
+		"SERVICE_SYSTEM_START":         {scSystemStart, windows.SERVICE_SYSTEM_START},
+		"mgr.StartAutomatic":           {scAutoStart, mgr.StartAutomatic},
+		"mgr.StartManual":              {scDemandStart, mgr.StartManual},
+		"mgr.StartDisabled":            {scDisabled, mgr.StartDisabled},
+		"svc.Stopped":                  {scStopped, uint64(svc.Stopped)},
+		"svc.StartPending":             {scStartPending, uint64(svc.StartPending)},
+		"svc.StopPending":              {scStopPending, uint64(svc.StopPending)},
+		"svc.Running":                  {scRunning, uint64(svc.Running)},
+		"svc.ContinuePending":          {scContinuePending, uint64(svc.ContinuePending)},
+		"svc.PausePending":             {scPausePending, uint64(svc.PausePending)},
+		"svc.Paused":                   {scPaused, uint64(svc.Paused)},
+		"mgr.ServiceRestart":           {scActionRestart, mgr.ServiceRestart},
+		"ERROR_SERVICE_SPECIFIC_ERROR": {errorServiceSpecificError, uint64(windows.ERROR_SERVICE_SPECIFIC_ERROR)},
+		"hcn.EnableNonPersistent":      {hnsEnableNonPersistent, uint64(hcn.EnableNonPersistent)},
+		"hcn.EndpointFlagsRemote":      {hnsEndpointFlagsRemote, uint64(hcn.EndpointFlagsRemoteEndpoint)},
+	} {
+		if c.ours != c.windows {
+			t.Errorf("%s is %d, the untagged files say %d", name, c.windows, c.ours)
+		}
+	}
+	for name, c := range map[string]struct{ ours, hcn string }{
+		"hcn.NetAdapterName":  {hnsPolicyNetAdapterName, string(hcn.NetAdapterName)},
+		"hcn.ProviderAddress": {hnsPolicyProviderAddress, string(hcn.ProviderAddress)},
+		"hcn.VSID":            {hnsSubnetPolicyVSID, string(hcn.VSID)},
+	} {
+		if c.ours != c.hcn {
+			t.Errorf("%s is %q, the untagged files say %q", name, c.hcn, c.ours)
+		}
+	}
+}
+
+// TestNetworkToHCNOverlay checks the request hcn sends HNS, byte for byte:
+// networkRequest's shape (TestNetworkRequestOverlay) with hcn's schema
+// version and its empty MacPool, Dns and Health.
 func TestNetworkToHCNOverlay(t *testing.T) {
 	n := host.Network{Name: "External", Type: host.Overlay, AdapterName: "Ethernet0",
 		AddressPrefix: "192.168.255.0/30", Gateway: "192.168.255.1", VSID: 9999, ID: "ignored", ManagementIP: "ignored"}
@@ -41,10 +80,12 @@ func TestNetworkToHCNOverlay(t *testing.T) {
 	}
 }
 
-func TestNetworkRoundTrip(t *testing.T) {
+// TestNetworkRoundTripThroughHCN is TestNetworkRoundTrip through hcn's
+// types: what networkToHCN writes, networkFromHCN reads back.
+func TestNetworkRoundTripThroughHCN(t *testing.T) {
 	for _, n := range []host.Network{
 		{Name: "vxlan0", Type: host.Overlay, AddressPrefix: "10.244.3.0/24", Gateway: "10.244.3.1", VSID: 4096},
-		{Name: "cbr0", Type: host.L2Bridge, AdapterName: "Ethernet0", AddressPrefix: "10.244.3.0/24", Gateway: "10.244.3.1"},
+		{Name: "cbr0", Type: host.L2Bridge, AdapterName: "Ethernet0", AddressPrefix: "10.244.3.0/24", Gateway: "10.244.3.1", NonPersistent: true},
 	} {
 		h, err := networkToHCN(n)
 		if err != nil {
@@ -61,22 +102,8 @@ func TestNetworkRoundTrip(t *testing.T) {
 	}
 }
 
-func TestNetworkFromHCNSkipsWhatItCannotRead(t *testing.T) {
-	h := &hcn.HostComputeNetwork{
-		Id: "id", Name: "nat", Type: hcn.NAT,
-		Policies: []hcn.NetworkPolicy{{Type: hcn.NetAdapterName, Settings: json.RawMessage(`"not an object"`)}},
-		Ipams: []hcn.Ipam{{Type: "Static"}, {Type: "Static", Subnets: []hcn.Subnet{{
-			IpAddressPrefix: "172.16.0.0/16",
-			Policies:        []json.RawMessage{json.RawMessage(`{"Type":"VLAN","Settings":{"IsolationId":7}}`), json.RawMessage(`garbage`)},
-			Routes:          []hcn.Route{{NextHop: "172.16.0.9", DestinationPrefix: "172.17.0.0/16"}, {NextHop: "172.16.0.1", DestinationPrefix: "0.0.0.0/0"}},
-		}}}},
-	}
-	want := host.Network{ID: "id", Name: "nat", Type: "NAT", AddressPrefix: "172.16.0.0/16", Gateway: "172.16.0.1"}
-	if got := networkFromHCN(h); got != want {
-		t.Errorf("networkFromHCN = %+v, want %+v", got, want)
-	}
-}
-
+// TestEndpointFromHCN checks the copy from hcn's endpoint (see
+// TestEndpointFromHNS).
 func TestEndpointFromHCN(t *testing.T) {
 	e := &hcn.HostComputeEndpoint{Id: "e", Name: "remote", HostComputeNetwork: "n", Flags: hcn.EndpointFlagsRemoteEndpoint,
 		IpConfigurations: []hcn.IpConfig{{IpAddress: "10.244.4.0", PrefixLength: 32}}}
@@ -89,59 +116,11 @@ func TestEndpointFromHCN(t *testing.T) {
 	}
 }
 
-func TestStartTypes(t *testing.T) {
-	for _, st := range []host.StartType{host.StartAutomatic, host.StartManual, host.StartDisabled} {
-		if got := startType(scStartType(st)); got != st {
-			t.Errorf("%s round-trips to %s", st, got)
-		}
-	}
-	if got := startType(windows.SERVICE_BOOT_START); got == host.StartAutomatic || got == host.StartManual || got == host.StartDisabled {
-		t.Errorf("boot start reads as %s", got)
-	}
-}
-
-func TestServiceState(t *testing.T) {
-	for s, want := range map[svc.State]host.ServiceState{
-		svc.Stopped: host.ServiceStopped, svc.StartPending: host.ServiceStarting,
-		svc.Running: host.ServiceRunning, svc.StopPending: host.ServiceStopping, svc.Paused: "Paused",
-	} {
-		if got := serviceState(s); got != want {
-			t.Errorf("serviceState(%d) = %s, want %s", s, got, want)
-		}
-	}
-}
-
-func TestRecoveryActions(t *testing.T) {
-	delays := []time.Duration{10 * time.Second, time.Minute}
-	actions := recoveryActions(delays)
-	if want := []mgr.RecoveryAction{{Type: mgr.ServiceRestart, Delay: 10 * time.Second}, {Type: mgr.ServiceRestart, Delay: time.Minute}}; !reflect.DeepEqual(actions, want) {
-		t.Errorf("recoveryActions = %+v", actions)
-	}
-	actions = append(actions, mgr.RecoveryAction{Type: mgr.NoAction})
-	if got := restartDelays(actions); !slices.Equal(got, delays) {
-		t.Errorf("restartDelays = %v", got)
-	}
-	if got := restartDelays(nil); got != nil {
-		t.Errorf("restartDelays(nil) = %v", got)
-	}
-}
-
-func TestExitError(t *testing.T) {
-	err := exitError(svc.Status{Win32ExitCode: uint32(windows.ERROR_SERVICE_SPECIFIC_ERROR), ServiceSpecificExitCode: 3})
-	if err.Error() != "service-specific exit code 3 (0x3)" {
-		t.Errorf("exitError = %v", err)
-	}
-	err = exitError(svc.Status{Win32ExitCode: uint32(windows.ERROR_FILE_NOT_FOUND)})
-	if !errors.Is(err, windows.ERROR_FILE_NOT_FOUND) {
-		t.Errorf("exitError = %v, does not wrap ERROR_FILE_NOT_FOUND", err)
-	}
-}
-
-func TestFailure(t *testing.T) {
+// TestFailureOfADLLError: a call into a DLL that fails (windows.DLLError,
+// as a missing procedure gives) exits with its Win32 code (see
+// TestFailure).
+func TestFailureOfADLLError(t *testing.T) {
 	if ssec, code := failure(&windows.DLLError{Err: windows.ERROR_FILE_NOT_FOUND}); ssec || code != uint32(windows.ERROR_FILE_NOT_FOUND) {
-		t.Errorf("failure = %v, %d", ssec, code)
-	}
-	if ssec, code := failure(errors.New("no")); !ssec || code != 1 {
 		t.Errorf("failure = %v, %d", ssec, code)
 	}
 }
