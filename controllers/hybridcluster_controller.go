@@ -136,10 +136,12 @@ func (r *HybridClusterReconciler) reconcileNormal(ctx context.Context, hc *infra
 	p, err := r.Platforms.For(ctx, hc)
 	var st platform.ClusterState
 	if err == nil {
+		prior := hc.Status.Operation
 		st, err = p.EnsureCluster(ctx)
 		// Recorded even with an error: a poll Azure did not answer keeps
 		// its operation.
 		hc.Status.Operation = st.Operation
+		logClusterOperation(ctx, prior, st.Operation, err)
 	}
 	if errors.Is(err, platform.ErrOperationFailed) {
 		// The platform answered; what it was asked to make failed, and
@@ -186,8 +188,10 @@ func (r *HybridClusterReconciler) reconcileDelete(ctx context.Context, hc *infra
 		p, err := r.Platforms.For(ctx, hc)
 		gone, op := false, infrav1.ClusterOperation{}
 		if err == nil {
+			prior := hc.Status.Operation
 			gone, op, err = p.DeleteCluster(ctx)
 			hc.Status.Operation = op
+			logClusterOperation(ctx, prior, op, err)
 		}
 		if err != nil {
 			// Always tried again: what blocks the delete (a login, a

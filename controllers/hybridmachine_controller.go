@@ -409,22 +409,25 @@ func (r *HybridMachineReconciler) connect(ctx context.Context, s *machineScope) 
 // ensureVM drives the VM one step and, once it runs, records its provider
 // ID and addresses.
 func (r *HybridMachineReconciler) ensureVM(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
+	prior := s.hm.Status.Operation
 	st, err := s.platform.EnsureMachine(ctx, &s.vm)
 	if err != nil {
 		if st.OperationEnded {
 			// Not followed again: the next reconcile looks at the VM.
 			s.hm.Status.Operation = infrav1.MachineOperation{}
 		}
-		return r.platformError(s, err)
+		result, done, err2 := r.platformError(s, err)
+		logMachineOperation(ctx, prior, s.hm.Status.Operation, err)
+		return result, done, err2
 	}
 	s.state = st
-	prior := s.hm.Status.Operation
 	s.hm.Status.Operation = st.Operation
 	if st.Operation.IsZero() && (prior.Type == infrav1.MachineOperationClearBootstrapData || prior.Type == infrav1.MachineOperationWriteBootstrapData) {
 		// EnsureMachine does not look at these reconfigures' tasks;
 		// writeBootstrapData and clearBootstrapData do.
 		s.hm.Status.Operation = prior
 	}
+	logMachineOperation(ctx, prior, s.hm.Status.Operation, nil)
 	if !st.Operation.IsZero() {
 		setVMProvisioned(s.hm, vmProvisioned(st))
 		return ctrl.Result{RequeueAfter: pollFor(st.Operation)}, false, nil
@@ -433,6 +436,9 @@ func (r *HybridMachineReconciler) ensureVM(ctx context.Context, s *machineScope)
 		return ctrl.Result{}, false, fmt.Errorf("the platform reported no VM and no operation for %s", s.hm.Name)
 	}
 	setVMProvisioned(s.hm, vmProvisioned(st))
+	if s.hm.Spec.ProviderID == "" {
+		ctrl.LoggerFrom(ctx).Info("The VM runs", "providerID", st.ProviderID)
+	}
 	s.hm.Spec.ProviderID = st.ProviderID
 	s.hm.Status.Addresses = machineAddresses(s.vm.ComputerName, st.Addresses)
 	s.hm.Status.Initialization.Provisioned = ptr.To(true)
@@ -544,6 +550,7 @@ func (r *HybridMachineReconciler) connectForDelete(ctx context.Context, s *machi
 // deleteVM drives the VM's deletion one step, and removes the finalizer
 // once nothing of it is left.
 func (r *HybridMachineReconciler) deleteVM(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
+	prior := s.hm.Status.Operation
 	gone, op, err := s.platform.DeleteMachine(ctx, &s.vm)
 	if err != nil {
 		o := deleteErrorOutcome(err)
@@ -551,9 +558,11 @@ func (r *HybridMachineReconciler) deleteVM(ctx context.Context, s *machineScope)
 			s.hm.Status.Operation = op
 			setVMProvisioned(s.hm, *o.condition)
 		}
+		logMachineOperation(ctx, prior, s.hm.Status.Operation, err)
 		return o.result, false, o.err
 	}
 	s.hm.Status.Operation = op
+	logMachineOperation(ctx, prior, op, nil)
 	if !gone {
 		setVMProvisioned(s.hm, deleting(op))
 		return ctrl.Result{RequeueAfter: operationPoll}, false, nil
