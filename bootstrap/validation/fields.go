@@ -12,7 +12,6 @@ import (
 )
 
 var (
-	sha256Hex      = regexp.MustCompile(`^[0-9A-Fa-f]{64}$`)
 	windowsAbsPath = regexp.MustCompile(`^[A-Za-z]:\\`)
 )
 

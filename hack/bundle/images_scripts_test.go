@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -186,7 +187,7 @@ func script(t *testing.T, root, name string) []psCommand {
 	out, err := exec.Command(filepath.Join(repoRoot, "hack", "ps-syntax", "run.sh"), "--commands", path).Output()
 	if err != nil {
 		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = ee.Stderr
 		}
 		t.Fatalf("listing the commands of %s: %v\n%s%s", path, err, out, stderr)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,10 +65,10 @@ var packerPath = sync.OnceValues(func() (string, error) {
 	out, err := exec.Command(goCmd, "tool", "-modfile="+modfile, "-n", "packer").Output()
 	if err != nil {
 		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = ee.Stderr
 		}
-		return "", fmt.Errorf("building Packer from hack/tools/packer: %v\n%s", err, stderr)
+		return "", fmt.Errorf("building Packer from hack/tools/packer: %w\n%s", err, stderr)
 	}
 	return strings.TrimSpace(string(out)), nil
 })

@@ -69,7 +69,7 @@ func (f *Factory) Supports(name string) bool {
 	return name == infrav1.PlatformVSphere || name == infrav1.PlatformAzure
 }
 
-// MakesClusterResources: Azure makes the cluster's resource group,
+// MakesClusterResources reports that Azure makes the cluster's resource group,
 // network and load balancer; vSphere makes nothing of the cluster's own.
 func (f *Factory) MakesClusterResources(hc *infrav1.HybridCluster) bool {
 	return hc.Spec.Azure != nil
