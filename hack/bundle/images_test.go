@@ -89,17 +89,7 @@ func TestImagesChecksCanFail(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := copyImages(t)
-			path := filepath.Join(root, "images", filepath.FromSlash(tc.file))
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(string(data), tc.old) {
-				t.Fatalf("%s no longer contains %q: update this case", tc.file, tc.old)
-			}
-			if err := os.WriteFile(path, []byte(strings.Replace(string(data), tc.old, tc.new, 1)), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			change(t, root, tc.file, tc.old, tc.new)
 			problems := check(root)
 			if tc.want == "" {
 				if len(problems) != 0 {
@@ -156,6 +146,27 @@ func TestImagesPowerShellSyntax(t *testing.T) {
 	out, err = exec.Command(run, broken).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "syntax error") {
 		t.Fatalf("the syntax check passed a broken script (%v):\n%s", err, out)
+	}
+}
+
+// change replaces, in turn, each old text of images/<file> under root by
+// the new one after it: a copy broken in the way a check looks for.
+func change(t *testing.T, root, file string, oldNew ...string) {
+	t.Helper()
+	path := filepath.Join(root, "images", filepath.FromSlash(file))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for i := 0; i+1 < len(oldNew); i += 2 {
+		if !strings.Contains(text, oldNew[i]) {
+			t.Fatalf("%s no longer contains %q: update this case", file, oldNew[i])
+		}
+		text = strings.Replace(text, oldNew[i], oldNew[i+1], 1)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -252,17 +251,7 @@ func TestPackerValidateCanFail(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := packerTree(t)
 			if tc.old != "" {
-				path := filepath.Join(root, "images", filepath.FromSlash(tc.file))
-				data, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Contains(data, []byte(tc.old)) {
-					t.Fatalf("%s no longer contains %q: update this case", tc.file, tc.old)
-				}
-				if err := os.WriteFile(path, bytes.Replace(data, []byte(tc.old), []byte(tc.new), 1), 0o600); err != nil {
-					t.Fatal(err)
-				}
+				change(t, root, tc.file, tc.old, tc.new)
 			}
 			dir := strings.Split(tc.file, "/")[0]
 			out, err := validate(t, root, dir, packerSources[dir][0], tc.fromRoot, tc.vars...)
@@ -284,14 +273,7 @@ func TestPackerFmt(t *testing.T) {
 	}
 	// And fmt -check fails on a file it would change.
 	root := copyImages(t)
-	path := filepath.Join(root, "images", "azure", "windows.pkr.hcl")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, bytes.Replace(data, []byte("vm_size                   = var.vm_size"), []byte("vm_size = var.vm_size"), 1), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	change(t, root, "azure/windows.pkr.hcl", "vm_size                   = var.vm_size", "vm_size = var.vm_size")
 	if out, err := packer(t, filepath.Join(root, "images"), "fmt", "-check", "-recursive", "."); err == nil {
 		t.Errorf("packer fmt -check passed a misaligned file:\n%s", out)
 	}

@@ -42,31 +42,22 @@ func read(t *testing.T, page string) string {
 
 // prose is a page without its fenced code blocks: what a reader is told,
 // not what they are shown.
-func prose(text string) string {
-	var b strings.Builder
-	fenced := false
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			fenced = !fenced
-			continue
-		}
-		if !fenced {
-			b.WriteString(line + "\n")
-		}
-	}
-	return b.String()
-}
+func prose(text string) string { return fenced(text, false) }
 
 // code is a page's fenced code blocks only.
-func code(text string) string {
+func code(text string) string { return fenced(text, true) }
+
+// fenced returns the lines of text inside fenced code blocks (inside
+// true) or outside them.
+func fenced(text string, inside bool) string {
 	var b strings.Builder
-	fenced := false
+	in := false
 	for _, line := range strings.Split(text, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			fenced = !fenced
+			in = !in
 			continue
 		}
-		if fenced {
+		if in == inside {
 			b.WriteString(line + "\n")
 		}
 	}
