@@ -15,7 +15,7 @@ import (
 
 // TestControlPlaneDiesWithItsTest: a test binary that times out (go test's
 // -timeout panics it, and no cleanup runs) leaves no kube-apiserver or etcd
-// behind. It runs this test binary again as a helper that starts its
+// behind, nor their data and certificate directories. It runs this test binary again as a helper that starts its
 // environment (TestMain), lists the processes under it and waits for its
 // 3 s timeout.
 func TestControlPlaneDiesWithItsTest(t *testing.T) {
@@ -42,6 +42,7 @@ func TestControlPlaneDiesWithItsTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pids []int
+	var dirs []string
 	names := map[string]bool{}
 	listed := false
 	s := bufio.NewScanner(out)
@@ -51,6 +52,13 @@ func TestControlPlaneDiesWithItsTest(t *testing.T) {
 		if n, _ := fmt.Sscanf(s.Text(), "process %d %s", &pid, &name); n == 2 && (name == "kube-apiserver" || name == "etcd") {
 			pids = append(pids, pid)
 			names[name] = true
+			// The directories envtest made for it, while it runs.
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			for _, arg := range strings.Split(string(cmdline), "\x00") {
+				if k, v, ok := strings.Cut(arg, "="); ok && (k == "--data-dir" || k == "--cert-dir") {
+					dirs = append(dirs, v)
+				}
+			}
 		}
 		listed = listed || s.Text() == "listed"
 	}
@@ -59,6 +67,9 @@ func TestControlPlaneDiesWithItsTest(t *testing.T) {
 	t.Cleanup(func() {
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		for _, d := range dirs {
+			_ = os.RemoveAll(d)
 		}
 	})
 	if !listed || !names["kube-apiserver"] || !names["etcd"] {
@@ -75,11 +86,20 @@ func TestControlPlaneDiesWithItsTest(t *testing.T) {
 				alive = append(alive, pid)
 			}
 		}
-		if len(alive) == 0 {
+		var left []string
+		for _, d := range dirs {
+			if _, err := os.Stat(d); err == nil {
+				left = append(left, d)
+			}
+		}
+		if len(alive) == 0 && len(left) == 0 {
+			if len(dirs) < 2 {
+				t.Fatalf("found %d data or certificate directories on the helper's command lines, want etcd's and kube-apiserver's", len(dirs))
+			}
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("processes %v of the timed-out test binary still run 30 s after it ended", alive)
+			t.Fatalf("30 s after the timed-out test binary ended, its processes %v still run, its directories %v are still there", alive, left)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

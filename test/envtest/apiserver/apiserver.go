@@ -128,6 +128,15 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		}
 		env.WebhookInstallOptions = w
 	}
+	// kube-apiserver and etcd die with this process, however it ends. The
+	// paths are set, not the assets directory: envtest prefers
+	// KUBEBUILDER_ASSETS, which make test sets, to BinaryAssetsDirectory.
+	tiedDir, err := tiedAssets(assets)
+	if err != nil {
+		return nil, err
+	}
+	env.ControlPlane.GetAPIServer().Path = filepath.Join(tiedDir, "kube-apiserver")
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(tiedDir, "etcd")}
 	var certDir string
 	if opts.CA != nil {
 		// envtest keeps what it finds in its certificate directory.
@@ -145,15 +154,6 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 	} else if len(opts.ServingIPs) > 0 {
 		return nil, errors.New("apiserver.Options.ServingIPs needs a CA")
 	}
-	// kube-apiserver and etcd die with this process, however it ends. The
-	// paths are set, not the assets directory: envtest prefers
-	// KUBEBUILDER_ASSETS, which make test sets, to BinaryAssetsDirectory.
-	tiedDir, err := tiedAssets(assets)
-	if err != nil {
-		return nil, err
-	}
-	env.ControlPlane.GetAPIServer().Path = filepath.Join(tiedDir, "kube-apiserver")
-	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(tiedDir, "etcd")}
 	apiServerArgs := env.ControlPlane.GetAPIServer().Configure()
 	for flag, value := range opts.APIServerArgs {
 		apiServerArgs.Set(flag, value)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,25 +20,48 @@ import (
 // wrappers that run them and kill them once the process that started the
 // wrapper, the test binary, has gone, however it ended.
 
-// tiedWrapper runs the binary it names with its arguments; a TERM or INT
-// (envtest's stop) is passed on, and the binary's status is the wrapper's.
-// It polls its parent every second: the wrapper's parent is the test binary,
-// as envtest starts it.
+// tiedWrapper runs the binary it names with its arguments, in a process
+// group of its own (set -m), so that the TERM envtest sends the wrapper's
+// group reaches the binary once, passed on by the wrapper; the binary's
+// status is the wrapper's. Each second, or at once when the binary exits,
+// it looks at its own parent: when that is no longer the process that
+// started it (the test binary ended and the wrapper was handed to another),
+// it kills the binary and removes the data and certificate directories
+// made for it (envtest's k8s_test_framework_*, Start's capwin-apiserver-*),
+// which the environment's stop would have removed. %[1]s is the binary, quoted for bash.
 const tiedWrapper = `#!/usr/bin/env bash
 # Written by capwin's test/envtest/apiserver: runs %[1]s and kills it once
 # the process that started this one (a test binary) has gone, however it
 # ended.
+set -m
 parent=$PPID
-%[1]q "$@" &
+%[1]s "$@" &
 child=$!
 trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+current_parent() {
+  local stat
+  if read -r stat 2>/dev/null </proc/$$/stat; then
+    stat=${stat##*) }
+    stat=${stat#* }
+    echo "${stat%%%% *}"
+  elif kill -0 "$parent" 2>/dev/null; then
+    echo "$parent"
+  fi
+}
 while kill -0 "$child" 2>/dev/null; do
-  if ! kill -0 "$parent" 2>/dev/null; then
-    kill -KILL "$child" 2>/dev/null
+  if [[ "$(current_parent)" != "$parent" ]]; then
+    kill -KILL -- "-$child" 2>/dev/null || kill -KILL "$child" 2>/dev/null
+    for arg in "$@"; do
+      case "$arg" in
+        --data-dir=*/k8s_test_framework_* | --cert-dir=*/k8s_test_framework_* | --cert-dir=*/capwin-apiserver-*) rm -rf -- "${arg#*=}" ;;
+      esac
+    done
     exit 137
   fi
   sleep 1 &
-  wait $! 2>/dev/null
+  sleeper=$!
+  wait -n "$child" "$sleeper" 2>/dev/null
+  kill "$sleeper" 2>/dev/null
 done
 wait "$child"
 `
@@ -55,6 +79,9 @@ func tiedAssets(assets string) (string, error) {
 	defer tied.Unlock()
 	if dir, ok := tied.dirs[assets]; ok {
 		return dir, nil
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		return "", fmt.Errorf("the envtest control plane runs under a bash wrapper that stops it with its test: %w", err)
 	}
 	abs, err := filepath.Abs(assets)
 	if err != nil {
@@ -91,7 +118,7 @@ func writeTied(assets, dir string) error {
 		if _, err := os.Stat(binary); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(tmp, name), []byte(fmt.Sprintf(tiedWrapper, binary)), 0o755); err != nil { //nolint:gosec // an executable script
+		if err := os.WriteFile(filepath.Join(tmp, name), []byte(fmt.Sprintf(tiedWrapper, bashQuote(binary))), 0o755); err != nil { //nolint:gosec // an executable script
 			return err
 		}
 	}
@@ -113,7 +140,15 @@ func writeTied(assets, dir string) error {
 	return nil
 }
 
-// cacheDir is capwin's cache, as hack/envtest-assets.sh finds it.
+// bashQuote quotes s as one word for bash: in single quotes, where nothing
+// is expanded, with each single quote written as '\''.
+func bashQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// cacheDir is capwin's cache: $CAPWIN_CACHE, else capwin under the user's
+// cache directory ($XDG_CACHE_HOME or ~/.cache on Linux, as
+// hack/envtest-assets.sh finds it there).
 func cacheDir() string {
 	if dir := os.Getenv("CAPWIN_CACHE"); dir != "" {
 		return dir
