@@ -465,6 +465,7 @@ func (r *HybridMachineReconciler) clearBootstrapData(ctx context.Context, s *mac
 	if s.hm.Status.Operation.Type == infrav1.MachineOperationWriteBootstrapData {
 		// A rewrite that runs still ends before the clearing, which
 		// vCenter queues after it on the same VM.
+		logMachineOperation(ctx, s.hm.Status.Operation, infrav1.MachineOperation{}, nil)
 		s.hm.Status.Operation = infrav1.MachineOperation{}
 	}
 	if conditions.IsTrue(s.hm, infrav1.HybridMachineBootstrapDataClearedCondition) {
@@ -480,9 +481,14 @@ func (r *HybridMachineReconciler) clearBootstrapData(ctx context.Context, s *mac
 			return ctrl.Result{}, true, nil
 		}
 		setBootstrapDataCleared(s.hm, bootstrapDataCleared())
+		if s.hm.Status.Operation.Type == infrav1.MachineOperationClearBootstrapData {
+			logMachineOperation(ctx, s.hm.Status.Operation, infrav1.MachineOperation{}, nil)
+			s.hm.Status.Operation = infrav1.MachineOperation{}
+		}
 		ctrl.LoggerFrom(ctx).Info("The bootstrap data is cleared from the VM")
 		return ctrl.Result{}, true, nil
 	}
+	prior := s.hm.Status.Operation
 	op, err := s.platform.ClearBootstrapData(ctx, &s.vm)
 	if errors.Is(err, platform.ErrOperationFailed) {
 		// The next attempt starts a new task.
@@ -494,6 +500,7 @@ func (r *HybridMachineReconciler) clearBootstrapData(ctx context.Context, s *mac
 		return retryAfterProvisioned(err)
 	}
 	s.hm.Status.Operation = op
+	logMachineOperation(ctx, prior, op, nil)
 	setBootstrapDataCleared(s.hm, notYet(infrav1.HybridMachineClearingReason, "Removing the bootstrap data from the VM"))
 	return ctrl.Result{RequeueAfter: operationPoll}, false, nil
 }

@@ -59,6 +59,7 @@ func (r *HybridMachineReconciler) writeBootstrapData(ctx context.Context, s *mac
 	if !s.state.BootstrapDataStale {
 		r.onVM.remember(client.ObjectKeyFromObject(s.hm), data)
 		if s.hm.Status.Operation.Type == infrav1.MachineOperationWriteBootstrapData {
+			logMachineOperation(ctx, s.hm.Status.Operation, infrav1.MachineOperation{}, nil)
 			s.hm.Status.Operation = infrav1.MachineOperation{}
 			log.Info("The VM's user data is the Machine's current bootstrap data")
 		}
@@ -73,9 +74,12 @@ func (r *HybridMachineReconciler) writeBootstrapData(ctx context.Context, s *mac
 	if err != nil {
 		return retryAfterProvisioned(err)
 	}
-	if op != s.hm.Status.Operation {
-		log.Info("Rewriting the VM's user data: the Machine's bootstrap data changed after the VM was made", "task", op.ID)
+	if s.hm.Status.Operation.Type != op.Type {
+		// Once per rewrite, not per poll: on Azure the operation's ID
+		// changes as it goes on, and it is not logged.
+		log.Info("Rewriting the VM's user data: the Machine's bootstrap data changed after the VM was made")
 	}
+	logMachineOperation(ctx, s.hm.Status.Operation, op, nil)
 	s.hm.Status.Operation = op
 	return ctrl.Result{RequeueAfter: shortOperationPoll}, true, nil
 }

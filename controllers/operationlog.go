@@ -2,13 +2,11 @@ package controllers
 
 import (
 	"context"
-	"errors"
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
-	"github.com/capwin/capwin/platform"
 )
 
 // The lines a person reads to follow what capwin asks of a cloud: each
@@ -16,14 +14,16 @@ import (
 // delete, a cluster's network) logged once when it starts and once when it
 // ends, on the reconciler's logger, which names the HybridMachine or
 // HybridCluster (and the Machine and Cluster) as Cluster API's logging
-// guide asks. An operation's ID is never logged: on Azure it is a poller's
-// resume token, whose URLs say more than a log needs.
+// guide asks. Operations are told apart by their type (and a cluster's by
+// the resource too), never by their ID: on Azure the ID is a poller's
+// resume token, which changes as the operation goes on (its state is in
+// it), and whose URLs say more than a log needs; it is never logged.
 
 // logMachineOperation logs the change from the operation a machine had
 // recorded to the one it records now. err is what the platform said as
 // the prior operation ended, if it ended in an error.
 func logMachineOperation(ctx context.Context, prior, next infrav1.MachineOperation, err error) {
-	if prior == next {
+	if prior.IsZero() == next.IsZero() && prior.Type == next.Type {
 		return
 	}
 	log := ctrl.LoggerFrom(ctx)
@@ -38,7 +38,7 @@ func logMachineOperation(ctx context.Context, prior, next infrav1.MachineOperati
 // logClusterOperation is logMachineOperation's for a cluster's operations,
 // which also name the resource they act on.
 func logClusterOperation(ctx context.Context, prior, next infrav1.ClusterOperation, err error) {
-	if prior == next {
+	if prior.IsZero() == next.IsZero() && prior.Type == next.Type && prior.Resource == next.Resource {
 		return
 	}
 	log := ctrl.LoggerFrom(ctx)
@@ -50,19 +50,18 @@ func logClusterOperation(ctx context.Context, prior, next infrav1.ClusterOperati
 	}
 }
 
+// logEnded says an operation is no longer the one recorded. With an
+// error, whether the operation failed or ended and the step after it
+// failed is the platform's to say (the condition's message): the line says
+// only that the machine or cluster no longer follows it, and why.
 func logEnded(log logr.Logger, operation, resource string, err error) {
 	kv := []any{"operation", operation}
 	if resource != "" {
 		kv = append(kv, "resource", resource)
 	}
-	switch {
-	case err == nil:
+	if err == nil {
 		log.Info("Platform operation ended", kv...)
-	case errors.Is(err, platform.ErrOperationFailed), errors.Is(err, platform.ErrInsufficientCapacity), errors.Is(err, platform.ErrMachineGone):
-		log.Info("Platform operation failed", append(kv, "reason", err.Error())...)
-	default:
-		// Not followed any more (the platform could not be asked): the
-		// next reconcile looks at the resource itself.
-		log.Info("Platform operation no longer followed", append(kv, "reason", err.Error())...)
+		return
 	}
+	log.Info("Platform operation no longer followed", append(kv, "reason", err.Error())...)
 }

@@ -27,13 +27,16 @@ func TestOperationLogLines(t *testing.T) {
 	}{
 		{"nothing recorded, nothing started", infrav1.MachineOperation{}, infrav1.MachineOperation{}, nil, nil},
 		{"still running", clone, clone, nil, nil},
+		// An Azure resume token holds the operation's state: it changes
+		// after the first poll.
+		{"still running, its ID changed", create, infrav1.MachineOperation{Type: infrav1.MachineOperationCreate, ID: `{"state":"InProgress"}`}, nil, nil},
 		{"a clone started", infrav1.MachineOperation{}, clone, nil, []string{`"msg"="Platform operation started" "operation"="Create"`}},
 		{"a clone ended, a power-on started", clone, powerOn, nil, []string{
 			`"msg"="Platform operation ended" "operation"="Create"`,
 			`"msg"="Platform operation started" "operation"="PowerOn"`,
 		}},
 		{"a create failed", create, infrav1.MachineOperation{}, platform.NewError(platform.ErrOperationFailed, "AllocationFailed"), []string{
-			`"msg"="Platform operation failed" "operation"="Create" "reason"="AllocationFailed"`,
+			`"msg"="Platform operation no longer followed" "operation"="Create" "reason"="AllocationFailed"`,
 		}},
 		{"an operation that can no longer be read", clone, infrav1.MachineOperation{}, platform.NewError(platform.ErrUnavailable, "vCenter does not answer"), []string{
 			`"msg"="Platform operation no longer followed" "operation"="Create"`,

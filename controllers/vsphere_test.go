@@ -3,11 +3,14 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -88,9 +91,9 @@ func vmsNamed(t testing.TB, v *vspheresim.VCenter, match func(name string) bool)
 // manager of their own, as one controller process; stop ends it.
 // Its cache holds the objects of namespace ns only, so that it never works on
 // the clusters of earlier tests, whose simulators are gone.
-func startControllers(t testing.TB, sessions *vsphere.Sessions, ns string) (stop func()) {
+func startControllers(t testing.TB, sessions *vsphere.Sessions, ns string, options ...func(*manager.Options)) (stop func()) {
 	t.Helper()
-	stop, _ = startControllersWithCache(t, sessions, ns)
+	stop, _ = startControllersPolling(t, sessions, ns, time.Hour, options...)
 	return stop
 }
 
@@ -105,10 +108,13 @@ func startControllersWithCache(t testing.TB, sessions *vsphere.Sessions, ns stri
 
 // startControllersPolling is startControllersWithCache with the
 // HybridMachine reconciler's ProgressPoll (its default when zero).
-func startControllersPolling(t testing.TB, sessions *vsphere.Sessions, ns string, progressPoll time.Duration) (stop func(), cc clustercache.ClusterCache) {
+func startControllersPolling(t testing.TB, sessions *vsphere.Sessions, ns string, progressPoll time.Duration, options ...func(*manager.Options)) (stop func(), cc clustercache.ClusterCache) {
 	t.Helper()
 	mgr, err := env.NewManager(func(o *manager.Options) {
 		o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
+		for _, option := range options {
+			option(o)
+		}
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +287,15 @@ func TestHybridMachineLifecycle(t *testing.T) {
 	g := NewWithT(t)
 	v := vspheresim.StartT(t)
 	ns := newNamespace(t)
-	startControllers(t, vsphere.NewSessions(), ns)
+	var mu sync.Mutex
+	var lines []string
+	startControllers(t, vsphere.NewSessions(), ns, func(o *manager.Options) {
+		o.Logger = funcr.New(func(_, args string) {
+			mu.Lock()
+			defer mu.Unlock()
+			lines = append(lines, args)
+		}, funcr.Options{})
+	})
 	cluster(t, v, ns, nil)
 	machine(t, ns, "m1", "DC0_H0_VM0")
 
@@ -332,6 +346,62 @@ func TestHybridMachineLifecycle(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	}, eventually).Should(Succeed())
 	g.Expect(vmsOf(t, v, ns, "m1")["m1"]).To(BeZero())
+
+	mu.Lock()
+	defer mu.Unlock()
+	checkOperationLines(t, lines, "m1")
+}
+
+// checkOperationLines: the machine's log says once that each platform
+// operation started and once that it ended, in turn (a clone and a delete
+// among them), once that the VM runs and once that it was deleted.
+func checkOperationLines(t *testing.T, lines []string, machine string) {
+	t.Helper()
+	var seq []string
+	counts := map[string]int{}
+	msg := regexp.MustCompile(`"msg"="(Platform operation [a-z ]+)"`)
+	op := regexp.MustCompile(`"operation"="([A-Za-z]+)"`)
+	for _, l := range lines {
+		if !strings.Contains(l, `"HybridMachine"={"name"="`+machine+`"`) {
+			continue
+		}
+		if m, o := msg.FindStringSubmatch(l), op.FindStringSubmatch(l); m != nil && o != nil {
+			seq = append(seq, m[1]+" "+o[1])
+		}
+		for _, msg := range []string{`"msg"="The VM runs"`, `"msg"="Deleted the VM"`} {
+			if strings.Contains(l, msg) {
+				counts[msg]++
+			}
+		}
+	}
+	var open string
+	for _, e := range seq {
+		switch {
+		case strings.HasPrefix(e, "Platform operation started "):
+			if open != "" {
+				t.Errorf("%s while %s was not said to end: %q", e, open, seq)
+			}
+			open = strings.TrimPrefix(e, "Platform operation started ")
+		default:
+			if typ := e[strings.LastIndex(e, " ")+1:]; typ != open {
+				t.Errorf("%q ends an operation that was not started (%q open): %q", e, open, seq)
+			}
+			open = ""
+		}
+	}
+	for _, want := range []string{"Platform operation started Create", "Platform operation ended Create", "Platform operation started Delete", "Platform operation ended Delete"} {
+		if n := strings.Count(strings.Join(seq, "\n")+"\n", want+"\n"); n != 1 {
+			t.Errorf("%q logged %d times, want once: %q", want, n, seq)
+		}
+	}
+	for msg, n := range counts {
+		if n != 1 {
+			t.Errorf("%s logged %d times, want once", msg, n)
+		}
+	}
+	if len(counts) != 2 {
+		t.Errorf("the VM's run and deletion were not both logged: %v", counts)
+	}
 }
 
 func TestVMAlreadyDeleted(t *testing.T) {
