@@ -20,8 +20,9 @@ const ConfigFinalizer = "bootstrap.cluster.x-k8s.io/windowskubeadmconfig"
 // existing objects.
 const LegacyConfigFinalizer = "windowskubeadmconfig.bootstrap.cluster.x-k8s.io"
 
-// WindowsKubeadmConfigSpec is the kubeadm join request of a Windows Server
-// worker and the node settings it boots with.
+// WindowsKubeadmConfigSpec is how a Windows Server worker joins (kubeadm's
+// join, which the node agent performs itself: the node runs no kubeadm)
+// and the node settings it boots with.
 type WindowsKubeadmConfigSpec struct {
 	// nodeRegistration is how the node registers with the cluster.
 	// +optional
@@ -63,7 +64,8 @@ type WindowsKubeadmConfigSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	Files []File `json:"files,omitempty"`
 
-	// preJoinCommands are PowerShell commands run before kubeadm join, in order.
+	// preJoinCommands are PowerShell commands the node agent runs, in order,
+	// before it joins.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
@@ -71,7 +73,8 @@ type WindowsKubeadmConfigSpec struct {
 	// +kubebuilder:validation:items:MaxLength=10240
 	PreJoinCommands []string `json:"preJoinCommands,omitempty"`
 
-	// postJoinCommands are PowerShell commands run after the node joined, in order.
+	// postJoinCommands are PowerShell commands the node agent runs, in order,
+	// after the node joined.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
