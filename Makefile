@@ -111,7 +111,7 @@ test: ## Run all tests (unit, envtest integration, the Windows build of node-com
 
 .PHONY: images-check
 images-check: ## Check the image definitions: the real packer validate and fmt (Packer v1.9.4, hack/tools/packer), what their scripts do and in which order (make test runs these too)
-	cd hack/bundle && GO=$(GO) $(GO) test -count=1 -run 'Images|Packer|Sysprep|Specialize|WindowsUpdate|TimeSource|Evaluation|PauseImage' .
+	cd hack/bundle && GO=$(GO) $(GO) test -count=1 -run 'Images|ImageScript|Packer|PauseImage' .
 
 .PHONY: windows-check
 # With make bundle's settings (hack/bundle/build.go), so that the packages

@@ -1,7 +1,11 @@
 package payload
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -159,5 +163,53 @@ func exitFailed(t *testing.T, script string, consts map[string]int) func(retryab
 			}
 		}
 		panic(fmt.Sprintf("no branch of %+v", branches))
+	}
+}
+
+// TestStubWithoutTheAgentFailsForGood: on a machine whose image lacks
+// capwin-node.exe the stub writes the node configuration, then fails for
+// good (Exit-Failed $false: exit 1, no reboot), naming the missing agent,
+// before it would run it. Read from the script's commands
+// (hack/ps-syntax --commands), in the order PowerShell starts them.
+func TestStubWithoutTheAgentFailsForGood(t *testing.T) {
+	if os.Getenv("CAPWIN_SKIP_PS_SYNTAX") != "" {
+		t.Skip("CAPWIN_SKIP_PS_SYNTAX is set: WHAT THE STUB DOES IS NOT CHECKED")
+	}
+	path := filepath.Join(t.TempDir(), "stub.ps1")
+	if err := os.WriteFile(path, []byte(Stub()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join("..", "..", "hack", "ps-syntax", "run.sh"), "--commands", path).Output()
+	if err != nil {
+		t.Fatalf("listing the stub's commands: %v", err)
+	}
+	var r struct {
+		Commands []struct{ Name, Text string }
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct{ name, has string }{
+		{".WriteAllBytes", "$ConfigPath"},
+		{"Test-Path", "-Path $Agent"},
+		{"Exit-Failed", "$false"},
+		{"$Agent", "join --config $ConfigPath"},
+	}
+	at := 0
+	for _, s := range steps {
+		found := false
+		for ; at < len(r.Commands); at++ {
+			c := r.Commands[at]
+			if c.Name == s.name && strings.Contains(c.Text, s.has) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Fatalf("the stub does not run %s %q after the steps before it", s.name, s.has)
+		}
+		if s.name == "Exit-Failed" && !strings.Contains(r.Commands[at].Text, "is missing") {
+			t.Errorf("the stub fails without the agent without saying it is missing: %s", r.Commands[at].Text)
+		}
 	}
 }

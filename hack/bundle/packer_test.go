@@ -243,6 +243,11 @@ func TestPackerValidateCanFail(t *testing.T) {
 		file: "azure/windows.pkr.hcl",
 		want: "The windows_release must be 2019, 2022 or 2025.",
 	}, {
+		name: "a build account the nodes' SSH logins need",
+		vars: []string{"winrm_username=Admin"},
+		file: "vsphere/windows.pkr.hcl",
+		want: "The winrm_username must not be Admin",
+	}, {
 		name: "an NTP server list a peer list cannot hold",
 		vars: []string{`ntp_servers=["ntp1.example.com,0x8"]`},
 		file: "vsphere/windows.pkr.hcl",

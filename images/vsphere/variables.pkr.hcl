@@ -121,6 +121,12 @@ variable "winrm_username" {
   type        = string
   default     = "Administrator"
   description = "Account Packer connects as: the Administrator the answer file sets up (vsphere-iso), or an administrator of the base template (vsphere-clone)."
+  validation {
+    # The nodes disable the build's account; cloudbase-init's user, whose
+    # SSH keys log in to a node, must be another.
+    condition     = lower(var.winrm_username) != "admin"
+    error_message = "The winrm_username must not be Admin, cloudbase-init's user on the nodes: every node disables the account the build logged in as."
+  }
 }
 
 variable "admin_password" {

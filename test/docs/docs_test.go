@@ -148,7 +148,7 @@ func TestIndexListsEveryPage(t *testing.T) {
 
 var (
 	goFunc    = regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)[A-Z0-9][A-Za-z0-9_]*)\(`)
-	namedTest = regexp.MustCompile(`\b((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*[a-z0-9])\b`)
+	namedTest = regexp.MustCompile(`\b((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)\b`)
 )
 
 // TestNamedTestsExist: every test, benchmark and fuzz target the README and
