@@ -141,7 +141,8 @@ func writeTied(assets, dir string) error {
 }
 
 // bashQuote quotes s as one word for bash: in single quotes, where nothing
-// is expanded, with each single quote written as '\''.
+// is expanded, each single quote of s closing the quotes, escaped, and
+// opening them again.
 func bashQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
