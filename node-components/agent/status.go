@@ -11,6 +11,7 @@ import (
 
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/layout"
+	"github.com/capwin/capwin/node-components/nodeplatform"
 )
 
 // Status is what capwin-node status shows.
@@ -29,6 +30,13 @@ type Status struct {
 	// read.
 	Licence      *host.Licence `json:"licence,omitempty"`
 	LicenceError string        `json:"licenceError,omitempty"`
+	// Platform is the platform the machine's firmware names (vsphere,
+	// azure), with the firmware's facts and where the node's user data
+	// came from; PlatformError says why it is not known.
+	Platform      string         `json:"platform,omitempty"`
+	Hardware      *host.Hardware `json:"hardware,omitempty"`
+	UserData      string         `json:"userData,omitempty"`
+	PlatformError string         `json:"platformError,omitempty"`
 }
 
 // ServiceStatus is one of the node's services.
@@ -68,11 +76,21 @@ func (a *Agent) Status(ctx context.Context) (*Status, error) {
 	}
 	s.HNSNetworks = nets
 	s.SuccessSentinel, _ = fsys.Exists(layout.SuccessSentinel)
-	// The rest of the status stands without it.
+	// The rest of the status stands without these.
 	if l, err := a.Host.Facts().Licence(ctx); err != nil {
 		s.LicenceError = err.Error()
 	} else {
 		s.Licence = &l
+	}
+	if hw, err := a.Host.Facts().Hardware(ctx); err != nil {
+		s.PlatformError = err.Error()
+	} else {
+		s.Hardware = &hw
+		if d, err := nodeplatform.Detect(hw); err != nil {
+			s.PlatformError = err.Error()
+		} else {
+			s.Platform, s.UserData = d.Name(), d.UserData()
+		}
 	}
 	return s, nil
 }
@@ -121,6 +139,16 @@ func (s *Status) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "Join:\tnot started\n")
 	}
 	fmt.Fprintf(tw, "Sentinel:\t%s %v\n", layout.SuccessSentinel, s.SuccessSentinel)
+	switch {
+	case s.Platform != "":
+		fmt.Fprintf(tw, "Platform:\t%s (%s %s", s.Platform, s.Hardware.Manufacturer, s.Hardware.Product)
+		if s.Hardware.UUID != "" {
+			fmt.Fprintf(tw, ", UUID %s", s.Hardware.UUID)
+		}
+		fmt.Fprintf(tw, "); user data from %s\n", s.UserData)
+	case s.PlatformError != "":
+		fmt.Fprintf(tw, "Platform:\tunknown: %s\n", s.PlatformError)
+	}
 	switch {
 	case s.Licence != nil:
 		fmt.Fprintf(tw, "Licence:\t%s\n", licenceText(*s.Licence))

@@ -37,6 +37,8 @@ type Facts interface {
 	PrimaryInterface(ctx context.Context) (Interface, error)
 	// Licence is the Windows licence the machine runs under.
 	Licence(ctx context.Context) (Licence, error)
+	// Hardware is what the machine's firmware says it is (SMBIOS).
+	Hardware(ctx context.Context) (Hardware, error)
 }
 
 // Licence is Windows' licence state, as the Software Licensing service

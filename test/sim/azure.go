@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v7"
 	"k8s.io/utils/ptr"
 
+	nodesim "github.com/capwin/capwin/node-components/host/sim"
 	"github.com/capwin/capwin/platform/azure/azuresim"
 )
 
@@ -121,7 +122,9 @@ func (g *Guests) bootAzure(gs *guest, av *azureVM) (*firstBoot, error) {
 		// osProfile is for another OS than the image's.
 		return nil, fmt.Errorf("the image is for %s but osProfile configures %s", osName(build != ""), osName(windows))
 	}
-	return &firstBoot{hostName: name, ip: av.ip, build: build}, nil
+	// Its SMBIOS UUID is left out: how it relates to the VM's vmId is not
+	// something the simulation claims.
+	return &firstBoot{hostName: name, ip: av.ip, build: build, hardware: nodesim.AzureVM}, nil
 }
 
 func osName(windows bool) string {

@@ -50,7 +50,7 @@ func TestBootstrapRunsUnderCloudbaseInitRules(t *testing.T) {
 		gs.ctx, gs.cancel = context.WithCancel(t.Context())
 		gs.procs = &sync.WaitGroup{}
 		t.Cleanup(gs.cancel)
-		if err := g.bootWindows(gs, guestBuilds["windows2019srvNext_64Guest"], strings.ToUpper(vm), gs.ip); err != nil {
+		if err := g.bootWindows(gs, guestBuilds["windows2019srvNext_64Guest"], strings.ToUpper(vm), gs.ip, nodesim.VMwareVM); err != nil {
 			t.Fatal(err)
 		}
 		cfg := nodeconfigtest.Worker()

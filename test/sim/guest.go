@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capwin/capwin/node-components/host"
 	nodesim "github.com/capwin/capwin/node-components/host/sim"
 	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 	"github.com/capwin/capwin/test/kubeadm"
@@ -145,6 +146,8 @@ type firstBoot struct {
 	ip string
 	// build is a Windows guest's Windows build, empty for Linux.
 	build string
+	// hardware is what the VM's firmware tells a Windows guest.
+	hardware host.Hardware
 }
 
 type guestState int

@@ -131,7 +131,7 @@ func (g *Guests) boot(ctx context.Context, vm *cloudVM, now time.Time) *guest {
 	gs.ip = fb.ip
 	gs.nodeName = strings.ToLower(fb.hostName)
 	if fb.build != "" {
-		if err := g.bootWindows(gs, fb.build, fb.hostName, gs.ip); err != nil {
+		if err := g.bootWindows(gs, fb.build, fb.hostName, gs.ip, fb.hardware); err != nil {
 			g.reject(gs, err)
 			return gs
 		}

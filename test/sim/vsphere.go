@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	nodesim "github.com/capwin/capwin/node-components/host/sim"
 	"github.com/capwin/capwin/platform/vsphere/vspheresim"
 	"github.com/capwin/capwin/test/kubeadm"
 )
@@ -68,7 +69,10 @@ func (g *Guests) bootVSphere(vm *vspheresim.VM) (*firstBoot, error) {
 	if vm.BIOSUUID == "" {
 		return nil, errors.New("the VM has no BIOS UUID")
 	}
-	fb := &firstBoot{hostName: meta.LocalHostname, ip: ip}
+	// The VM's SMBIOS UUID is its BIOS UUID (config.uuid).
+	hw := nodesim.VMwareVM
+	hw.UUID = strings.ToUpper(vm.BIOSUUID)
+	fb := &firstBoot{hostName: meta.LocalHostname, ip: ip, hardware: hw}
 	if isWindows(vm) {
 		build, ok := guestBuilds[vm.GuestID]
 		if !ok {

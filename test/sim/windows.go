@@ -78,14 +78,14 @@ func (g *Guests) SetFault(f func(nodeName string) Fault) {
 // bootWindows brings up a Windows VM's machine: its disk (a directory of
 // its own), its build (its image's), its computer name (set at first boot
 // from vSphere's metadata or Azure's osProfile), its primary adapter's
-// address, and the bundle, installed.
-func (g *Guests) bootWindows(gs *guest, build, hostname, ip string) error {
+// address, its firmware's facts, and the bundle, installed.
+func (g *Guests) bootWindows(gs *guest, build, hostname, ip string, hw host.Hardware) error {
 	root := filepath.Join(g.dir, strings.ReplaceAll(gs.vmID, "/", "_")) // an Azure VM's ID is a path
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return err
 	}
 	w := &windowsGuest{host: nodesim.New(nodesim.Options{
-		Root: root, Build: build, ComputerName: hostname,
+		Root: root, Build: build, ComputerName: hostname, Hardware: hw,
 		Interface: host.Interface{Name: windowsNIC, IPv4: ip, Subnet: ip + "/32"},
 	})}
 	a := &agent.Agent{Host: w.host, Log: logWriter{g.log.WithValues("vm", gs.vmName)}}

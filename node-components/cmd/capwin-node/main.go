@@ -32,7 +32,7 @@ const usage = `usage: capwin-node COMMAND [flags]
 
   join [--config FILE]              join the cluster (first boot); resumes after a reboot or a failure
   install --bundle DIR|FILE.zip     lay out and verify the node bundle, register the services (image bake time)
-  status [-o text|json]             the join's phases, the services, the HNS networks and the Windows licence
+  status [-o text|json]             the join's phases, the services, the HNS networks, the Windows licence and the platform
   reset                             undo a join so the machine can join again
   collect-logs -o FILE.zip          logs, rendered configuration (no secrets), services and HNS state
   validate -f FILE                  check a node configuration (- reads standard input)

@@ -127,6 +127,22 @@ func TestStatusAndCollectLogs(t *testing.T) {
 	}
 }
 
+// runStatus runs capwin-node status on h, and status -o json.
+func runStatus(t *testing.T, h host.Host) (text string, js []byte) {
+	t.Helper()
+	open := func() (host.Host, error) { return h, nil }
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"status"}, nil, &out, &errOut, open); code != 0 {
+		t.Fatalf("status: exit %d: %s", code, errOut.String())
+	}
+	text = out.String()
+	out.Reset()
+	if code := run(context.Background(), []string{"status", "-o", "json"}, nil, &out, &errOut, open); code != 0 {
+		t.Fatalf("status -o json: exit %d: %s", code, errOut.String())
+	}
+	return text, out.Bytes()
+}
+
 // TestStatusShowsTheLicence: status says the Windows licence, and what an
 // evaluation's end means for the node, in text and in JSON.
 func TestStatusShowsTheLicence(t *testing.T) {
@@ -152,21 +168,12 @@ func TestStatusShowsTheLicence(t *testing.T) {
 		licence: host.Licence{Edition: "ServerStandard", Status: host.LicenceNotification, Channel: "RETAIL"},
 		want:    "Licence:   ServerStandard, Notification (RETAIL): not activated\n",
 	}} {
-		h := sim.New(sim.Options{Root: t.TempDir(), Licence: tc.licence})
-		open := func() (host.Host, error) { return h, nil }
-		var out, errOut bytes.Buffer
-		if code := run(context.Background(), []string{"status"}, nil, &out, &errOut, open); code != 0 {
-			t.Fatalf("status: exit %d: %s", code, errOut.String())
-		}
-		if !strings.Contains(out.String(), tc.want) {
-			t.Errorf("status lacks %q:\n%s", tc.want, out.String())
-		}
-		out.Reset()
-		if code := run(context.Background(), []string{"status", "-o", "json"}, nil, &out, &errOut, open); code != 0 {
-			t.Fatalf("status -o json: exit %d: %s", code, errOut.String())
+		text, js := runStatus(t, sim.New(sim.Options{Root: t.TempDir(), Licence: tc.licence}))
+		if !strings.Contains(text, tc.want) {
+			t.Errorf("status lacks %q:\n%s", tc.want, text)
 		}
 		var got struct{ Licence host.Licence }
-		if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Licence != tc.licence {
+		if err := json.Unmarshal(js, &got); err != nil || got.Licence != tc.licence {
 			t.Errorf("status -o json: licence %+v (%v), want %+v", got.Licence, err, tc.licence)
 		}
 	}

@@ -52,7 +52,7 @@ func (s services) Create(_ context.Context, spec host.ServiceSpec) error {
 	if _, ok := s.h.services[key(spec.Name)]; ok {
 		return fmt.Errorf("creating service %s: %w", spec.Name, ErrServiceExists)
 	}
-	s.h.services[key(spec.Name)] = &service{spec: clone(spec), state: host.ServiceStopped}
+	s.h.services[key(spec.Name)] = &service{spec: stored(spec), state: host.ServiceStopped}
 	if err := s.h.cycle(spec.Name); err != nil {
 		delete(s.h.services, key(spec.Name))
 		return fmt.Errorf("creating service %s: %w", spec.Name, err)
@@ -81,7 +81,7 @@ func (s services) Update(_ context.Context, spec host.ServiceSpec) error {
 		return fmt.Errorf("updating service %s: %w", spec.Name, host.ErrNotExist)
 	}
 	old := svc.spec
-	svc.spec = clone(spec)
+	svc.spec = stored(spec)
 	if err := s.h.cycle(spec.Name); err != nil {
 		svc.spec = old
 		return fmt.Errorf("updating service %s: %w", spec.Name, err)

@@ -29,7 +29,18 @@ type Options struct {
 	// Licence is the Windows licence (ServerDatacenter, Licensed, a KMS
 	// client, when empty).
 	Licence host.Licence
+	// Hardware is what the firmware reports (a vSphere VM, VMwareVM, when
+	// empty).
+	Hardware host.Hardware
 }
+
+// VMwareVM and AzureVM are the SMBIOS facts of a vSphere VM with EFI
+// firmware (a BIOS one says "VMware Virtual Platform") and of an Azure VM,
+// but for the UUID, which is each VM's own.
+var (
+	VMwareVM = host.Hardware{Manufacturer: "VMware, Inc.", Product: "VMware7,1", ChassisAssetTag: "No Asset Tag"}
+	AzureVM  = host.Hardware{Manufacturer: "Microsoft Corporation", Product: "Virtual Machine", ChassisAssetTag: "7783-7084-3265-9085-8269-3286-77"}
+)
 
 // DefaultMemory is a simulated machine's memory unless Options say
 // otherwise: 8 GiB, a common size for a Windows worker.
@@ -46,6 +57,7 @@ type Host struct {
 	features     map[string]bool
 	iface        host.Interface
 	licence      host.Licence
+	hardware     host.Hardware
 	services     map[string]*service
 	networks     []host.Network
 	endpoints    []host.Endpoint
@@ -84,6 +96,7 @@ func New(o Options) *Host {
 		memory:       o.Memory,
 		iface:        o.Interface,
 		licence:      o.Licence,
+		hardware:     o.Hardware,
 		features:     map[string]bool{},
 		services:     map[string]*service{},
 		env:          map[string]string{},
@@ -103,6 +116,9 @@ func New(o Options) *Host {
 	}
 	if h.licence == (host.Licence{}) {
 		h.licence = host.Licence{Edition: "ServerDatacenter", Status: host.LicenceLicensed, Channel: "VOLUME_KMSCLIENT"}
+	}
+	if h.hardware == (host.Hardware{}) {
+		h.hardware = VMwareVM
 	}
 	features := o.Features
 	if features == nil {
@@ -265,6 +281,12 @@ func (f facts) Licence(context.Context) (host.Licence, error) {
 	f.h.mu.Lock()
 	defer f.h.mu.Unlock()
 	return f.h.licence, nil
+}
+
+func (f facts) Hardware(context.Context) (host.Hardware, error) {
+	f.h.mu.Lock()
+	defer f.h.mu.Unlock()
+	return f.h.hardware, nil
 }
 
 type environment struct{ h *Host }
