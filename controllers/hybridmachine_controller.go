@@ -61,6 +61,10 @@ type HybridMachineReconciler struct {
 	// ClusterCache reaches the workload clusters, where joining Windows
 	// nodes report their progress.
 	ClusterCache clustercache.ClusterCache
+	// NodeReports is where a joining Windows node's reports are read; nil
+	// reads their ConfigMaps in the workload cluster through ClusterCache
+	// (ConfigMapReports), which the reconciler also watches.
+	NodeReports NodeReports
 	// ProgressPoll is how often a joining Windows node's report is read
 	// while its workload cluster's progress ConfigMaps cannot be watched;
 	// progressPoll when zero.

@@ -2,11 +2,9 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,7 +17,7 @@ import (
 	"sigs.k8s.io/cluster-api/util"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
-	"github.com/capwin/capwin/node-components/discovery"
+	"github.com/capwin/capwin/node-components/report"
 )
 
 // progressPoll is how often a joining Windows node's report is read from
@@ -90,48 +88,43 @@ func stillRunning(st infrav1.NodeBootstrapStatus, now time.Time) bool {
 	return st.State == infrav1.NodeBootstrapRunning && !st.LastUpdateTime.IsZero() && now.Sub(st.LastUpdateTime.Time) < agentNodeTimeout
 }
 
-// progressReport reads the node's report from the ConfigMap named after
-// the Machine in the workload cluster's progress namespace, with an
-// uncached GET (a report just written is read as it is). It also watches that
-// namespace's ConfigMaps there (and only those: see ClusterCacheOptions),
-// so that each report wakes the node's HybridMachine; watched says the
-// watch runs, and the caller polls when it does not. found is false while
-// the cluster cannot be reached or holds no report.
+// progressReport reads the node's report from the reconciler's
+// NodeReports. It also watches the workload cluster's progress ConfigMaps
+// (and only those: see ClusterCacheOptions), so that each report wakes the
+// node's HybridMachine; watched says the watch runs, and the caller polls
+// when it does not, or when reading the report failed. found is false
+// while the source holds no report or cannot be reached.
 func (r *HybridMachineReconciler) progressReport(ctx context.Context, s *machineScope) (data string, found, watched bool) {
-	log := ctrl.LoggerFrom(ctx)
 	key := util.ObjectKey(s.cluster)
-	cm := &corev1.ConfigMap{}
-	cmKey := client.ObjectKey{Namespace: discovery.ProgressNamespace, Name: s.machine.Name}
 	watched = r.controller != nil && r.ClusterCache.Watch(ctx, key, r.progressWatcher(key)) == nil
-	c, err := r.ClusterCache.GetUncachedClient(ctx, key)
-	if err == nil {
-		err = c.Get(ctx, cmKey, cm)
-	}
+	data, found, err := r.nodeReports().Latest(ctx, key, s.machine.Name)
 	if err != nil {
-		switch {
-		case apierrors.IsNotFound(err):
-		case errors.Is(err, clustercache.ErrClusterNotConnected):
-			log.V(4).Info("Not reading the node's progress: no connection to the workload cluster", "reason", err.Error())
-		default:
-			log.V(2).Info("Reading the node's progress failed; trying again later", "error", err.Error())
-			watched = false
-		}
-		return "", false, watched
+		ctrl.LoggerFrom(ctx).V(2).Info("Reading the node's progress failed; trying again later", "error", err.Error())
+		return "", false, false
 	}
-	data, found = cm.Data[discovery.ProgressKey]
-	return data, found && data != "", watched
+	return data, found, watched
 }
 
-// progressWatcher watches a workload cluster's progress ConfigMaps: each
-// report a node writes wakes the HybridMachine of the Machine it is named
-// after. The ClusterCache adds it once per connection.
+// nodeReports is NodeReports, or by default the ConfigMaps in the workload
+// clusters through ClusterCache.
+func (r *HybridMachineReconciler) nodeReports() NodeReports {
+	if r.NodeReports != nil {
+		return r.NodeReports
+	}
+	return ConfigMapReports{ClusterCache: r.ClusterCache}
+}
+
+// progressWatcher watches a workload cluster's progress ConfigMaps (the
+// source ConfigMapReports reads): each report a node writes wakes the
+// HybridMachine of the Machine it is named after. The ClusterCache adds it
+// once per connection.
 func (r *HybridMachineReconciler) progressWatcher(cluster client.ObjectKey) clustercache.Watcher {
 	return clustercache.NewWatcher(clustercache.WatcherOptions{
 		Name:    "hybridmachine-watch-node-progress",
 		Watcher: r.controller,
 		Kind:    &corev1.ConfigMap{},
 		EventHandler: handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			if o.GetNamespace() != discovery.ProgressNamespace {
+			if o.GetNamespace() != report.ConfigMapNamespace {
 				return nil
 			}
 			m := &clusterv1.Machine{}
@@ -155,6 +148,6 @@ func ClusterCacheOptions() clustercache.CacheOptions {
 	if o.ByObject == nil {
 		o.ByObject = map[client.Object]cache.ByObject{}
 	}
-	o.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Namespaces: map[string]cache.Config{discovery.ProgressNamespace: {}}}
+	o.ByObject[&corev1.ConfigMap{}] = cache.ByObject{Namespaces: map[string]cache.Config{report.ConfigMapNamespace: {}}}
 	return o
 }

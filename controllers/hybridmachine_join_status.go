@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/capwin/capwin/api/infrastructure/v1alpha1"
-	"github.com/capwin/capwin/node-components/agent"
+	"github.com/capwin/capwin/node-components/report"
 )
 
 // The NodeJoined condition and status.nodeBootstrap as pure functions of
@@ -35,10 +35,10 @@ func setNodeJoined(hm *infrav1.HybridMachine, c metav1.Condition) {
 	conditions.Set(hm, c)
 }
 
-// parseProgress reads the agent's report (the JSON of agent.Progress) as
+// parseProgress reads the agent's report (the JSON of report.Progress) as
 // status.nodeBootstrap; an error says why it cannot be used.
 func parseProgress(data string) (infrav1.NodeBootstrapStatus, error) {
-	var p agent.Progress
+	var p report.Progress
 	if err := json.Unmarshal([]byte(data), &p); err != nil {
 		return infrav1.NodeBootstrapStatus{}, fmt.Errorf("the report does not parse: %w", err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/capwin/capwin/internal/userdata"
 	"github.com/capwin/capwin/node-components/exitcode"
 	"github.com/capwin/capwin/node-components/nodeconfig"
-	"github.com/capwin/capwin/node-components/render"
+	"github.com/capwin/capwin/node-components/noderules"
 )
 
 // MaxSize is the platforms' user-data limit: Azure takes up to 65535 bytes
@@ -145,8 +145,9 @@ func Render(in Input) (*Payload, error) {
 		return nil, err
 	}
 	// What the node would refuse to render: labels it cannot pass to the
-	// kubelet, flags the agent sets itself.
-	if err := render.Check(cfg); err != nil {
+	// kubelet, flags the agent sets itself, registry mirrors that cannot
+	// become hosts files (the agent applies the same noderules.Check).
+	if err := noderules.Check(cfg); err != nil {
 		return nil, err
 	}
 	data, err := json.Marshal(cfg)

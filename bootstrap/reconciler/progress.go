@@ -15,7 +15,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
-	"github.com/capwin/capwin/node-components/discovery"
+	"github.com/capwin/capwin/node-components/report"
 )
 
 // fieldOwner is the server-side apply field manager of what the
@@ -24,10 +24,10 @@ const fieldOwner = client.FieldOwner("capwin-bootstrap")
 
 // ensureProgressAccess makes, in the workload cluster, what a joining node
 // needs to report its progress (docs/node-agent.md, "Progress"): the
-// namespace discovery.ProgressNamespace, the ConfigMap named after the
+// namespace report.ConfigMapNamespace, the ConfigMap named after the
 // Machine (the node patches its "progress" key), and a Role and
 // RoleBinding named alike that let the token group
-// discovery.ProgressGroup(machine) get and patch that one ConfigMap.
+// report.TokenGroup(machine) get and patch that one ConfigMap.
 //
 // Everything is server-side applied: an object that is right is left as
 // it is, one that is not is fixed, and nothing is read through the
@@ -36,7 +36,7 @@ const fieldOwner = client.FieldOwner("capwin-bootstrap")
 // applying its labels never touches what the node wrote.
 func ensureProgressAccess(ctx context.Context, c client.Client, cluster, machine string) error {
 	labels := map[string]string{clusterv1.ClusterNameLabel: cluster, bootstrapv1.MachineLabel: machine}
-	ns := discovery.ProgressNamespace
+	ns := report.ConfigMapNamespace
 	if err := c.Apply(ctx, corev1ac.Namespace(ns), fieldOwner, client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying Namespace %s: %w", ns, err)
 	}
@@ -55,10 +55,10 @@ func ensureProgressAccess(ctx context.Context, c client.Client, cluster, machine
 // RoleBinding's roleRef cannot change: one that refers to another role is
 // deleted and made again.
 func applyProgressRoleBinding(ctx context.Context, c client.Client, machine string, labels map[string]string) error {
-	ns := discovery.ProgressNamespace
+	ns := report.ConfigMapNamespace
 	rb := rbacv1ac.RoleBinding(machine, ns).WithLabels(labels).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(machine)).
-		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.GroupKind).WithAPIGroup(rbacv1.GroupName).WithName(discovery.ProgressGroup(machine)))
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.GroupKind).WithAPIGroup(rbacv1.GroupName).WithName(report.TokenGroup(machine)))
 	err := c.Apply(ctx, rb, fieldOwner, client.ForceOwnership)
 	if apierrors.IsInvalid(err) {
 		old := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: machine, Namespace: ns}}
@@ -77,7 +77,7 @@ func applyProgressRoleBinding(ctx context.Context, c client.Client, machine stri
 // RoleBinding; what is gone already is fine. The namespace stays: other
 // nodes' objects live there.
 func deleteProgressAccess(ctx context.Context, c client.Client, machine string) error {
-	meta := metav1.ObjectMeta{Name: machine, Namespace: discovery.ProgressNamespace}
+	meta := metav1.ObjectMeta{Name: machine, Namespace: report.ConfigMapNamespace}
 	for _, o := range []struct {
 		kind string
 		obj  client.Object

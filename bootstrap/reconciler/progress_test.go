@@ -16,8 +16,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
-	"github.com/capwin/capwin/node-components/discovery"
 	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/node-components/report"
 )
 
 // uniqueMachine names the world's Machine after its namespace: every world
@@ -26,7 +26,7 @@ import (
 func uniqueMachine(w *world) { w.machine.Name = w.ns + "-md-0" }
 
 func progressKey(machine string) client.ObjectKey {
-	return client.ObjectKey{Namespace: discovery.ProgressNamespace, Name: machine}
+	return client.ObjectKey{Namespace: report.ConfigMapNamespace, Name: machine}
 }
 
 // expectProgressAccess checks the workload cluster's objects for machine:
@@ -34,7 +34,7 @@ func progressKey(machine string) client.ObjectKey {
 // get and patch exactly it.
 func expectProgressAccess(g Gomega, machine string) {
 	ctx := context.Background()
-	g.Expect(workload.Client.Get(ctx, client.ObjectKey{Name: discovery.ProgressNamespace}, &corev1.Namespace{})).To(Succeed())
+	g.Expect(workload.Client.Get(ctx, client.ObjectKey{Name: report.ConfigMapNamespace}, &corev1.Namespace{})).To(Succeed())
 	labels := map[string]string{clusterv1.ClusterNameLabel: "win1", bootstrapv1.MachineLabel: machine}
 	cm := &corev1.ConfigMap{}
 	g.Expect(workload.Client.Get(ctx, progressKey(machine), cm)).To(Succeed())
@@ -49,7 +49,7 @@ func expectProgressAccess(g Gomega, machine string) {
 	g.Expect(workload.Client.Get(ctx, progressKey(machine), rb)).To(Succeed())
 	g.Expect(rb.Labels).To(Equal(labels))
 	g.Expect(rb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: machine}))
-	g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: discovery.ProgressGroup(machine)}}))
+	g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: report.TokenGroup(machine)}}))
 }
 
 // expectTokenGroups checks that the token in the data Secret carries
@@ -61,7 +61,7 @@ func expectTokenGroups(g Gomega, w *world) string {
 	id := strings.Split(cfg.Join.Token, ".")[0]
 	g.Expect(s.Annotations).To(HaveKeyWithValue(bootstrapv1.TokenIDAnnotation, id))
 	groups := strings.Split(string(workloadToken(g, id).Data[bootstrapapi.BootstrapTokenExtraGroupsKey]), ",")
-	g.Expect(groups).To(ConsistOf("system:bootstrappers:kubeadm:default-node-token", discovery.ProgressGroup(w.machine.Name)))
+	g.Expect(groups).To(ConsistOf("system:bootstrappers:kubeadm:default-node-token", report.TokenGroup(w.machine.Name)))
 	return id
 }
 
@@ -83,11 +83,11 @@ func TestNodeMayReportItsProgress(t *testing.T) {
 	expectProgressAccess(g, machine)
 	cm := &corev1.ConfigMap{}
 	g.Expect(workload.Client.Get(ctx, progressKey(machine), cm)).To(Succeed())
-	g.Expect(cm.Data).NotTo(HaveKey(discovery.ProgressKey), "the node writes the progress, not the provider")
+	g.Expect(cm.Data).NotTo(HaveKey(report.ConfigMapKey), "the node writes the progress, not the provider")
 
 	// The node reports; someone widens the Role and rebinds the RoleBinding
 	// to another group; the token goes missing.
-	cm.Data = map[string]string{discovery.ProgressKey: `{"phase":"preflight","state":"Running"}`}
+	cm.Data = map[string]string{report.ConfigMapKey: `{"phase":"preflight","state":"Running"}`}
 	g.Expect(workload.Client.Update(ctx, cm)).To(Succeed())
 	role := &rbacv1.Role{}
 	g.Expect(workload.Client.Get(ctx, progressKey(machine), role)).To(Succeed())
@@ -105,7 +105,7 @@ func TestNodeMayReportItsProgress(t *testing.T) {
 		expectProgressAccess(g, machine)
 	}, eventually).Should(Succeed())
 	g.Expect(workload.Client.Get(ctx, progressKey(machine), cm)).To(Succeed())
-	g.Expect(cm.Data).To(HaveKey(discovery.ProgressKey), "the node's report survives")
+	g.Expect(cm.Data).To(HaveKey(report.ConfigMapKey), "the node's report survives")
 
 	g.Expect(mgmt.Client.Delete(ctx, w.getConfig(g))).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -116,7 +116,7 @@ func TestNodeMayReportItsProgress(t *testing.T) {
 	}, eventually).Should(Succeed())
 	// Deleting again finds nothing to delete and is fine: the namespace,
 	// which other nodes share, stays.
-	g.Expect(workload.Client.Get(ctx, client.ObjectKey{Name: discovery.ProgressNamespace}, &corev1.Namespace{})).To(Succeed())
+	g.Expect(workload.Client.Get(ctx, client.ObjectKey{Name: report.ConfigMapNamespace}, &corev1.Namespace{})).To(Succeed())
 }
 
 // TestMachineNameTooLongForItsGroup: a Machine name over 248 characters

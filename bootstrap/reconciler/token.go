@@ -21,7 +21,7 @@ const tokenGroups = "system:bootstrappers:kubeadm:default-node-token"
 // newToken creates a bootstrap token in the workload cluster that expires
 // at expires, and returns it (id.secret). Besides kubeadm's group it
 // carries progressGroup, the group of the node's progress ConfigMap
-// (discovery.ProgressGroup), so that the node can report its progress.
+// (report.TokenGroup), so that the node can report its progress.
 func newToken(ctx context.Context, c client.Client, expires time.Time, progressGroup string) (string, error) {
 	token, err := bootstraputil.GenerateBootstrapToken()
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
-	"github.com/capwin/capwin/node-components/discovery"
+	"github.com/capwin/capwin/node-components/report"
 )
 
 // TestTokenOfUnwrittenDataIsDeleted: when the data Secret cannot be
@@ -56,7 +56,7 @@ func TestTokenOfUnwrittenDataIsDeleted(t *testing.T) {
 				id = s.Annotations[bootstrapv1.TokenIDAnnotation]
 				g.Expect(id).NotTo(BeEmpty())
 			}, eventually, 500*time.Millisecond).Should(Succeed())
-			g.Expect(tokensOf(g, discovery.ProgressGroup(w.machine.Name))).To(ConsistOf(id),
+			g.Expect(tokensOf(g, report.TokenGroup(w.machine.Name))).To(ConsistOf(id),
 				"the workload cluster holds only the token the data Secret names")
 			secretHalf := strings.Split(nodeConfig(g, w.dataSecret(g)).Join.Token, ".")[1]
 			g.Expect(strings.Contains(logs.String(), secretHalf)).To(BeFalse(), "the log shows the token's secret")
@@ -85,7 +85,7 @@ func TestDataSecretOfAnotherControllerIsNotTaken(t *testing.T) {
 	c := w.getConfig(g)
 	g.Expect(c.Status.DataSecretName).To(BeEmpty())
 	g.Expect(ptr.Deref(c.Status.Initialization.DataSecretCreated, false)).To(BeFalse())
-	g.Expect(tokensOf(g, discovery.ProgressGroup(w.machine.Name))).To(BeEmpty(), "a token was made for a Secret that is not the config's")
+	g.Expect(tokensOf(g, report.TokenGroup(w.machine.Name))).To(BeEmpty(), "a token was made for a Secret that is not the config's")
 
 	// The config's own data needs a token in the workload cluster.
 	w.connected(t)
@@ -119,7 +119,7 @@ func TestUncontrolledSecretNotWrittenByCapwinIsNotTaken(t *testing.T) {
 	}, eventually, 500*time.Millisecond).Should(Succeed())
 	g.Expect(w.getConfig(g).Status.DataSecretName).To(BeEmpty())
 	g.Expect(metav1.GetControllerOf(w.dataSecret(g))).To(BeNil(), "the foreign Secret was adopted")
-	g.Expect(tokensOf(g, discovery.ProgressGroup(w.machine.Name))).To(BeEmpty(), "a token was made for a Secret that is not the config's")
+	g.Expect(tokensOf(g, report.TokenGroup(w.machine.Name))).To(BeEmpty(), "a token was made for a Secret that is not the config's")
 
 	// The config's own data needs a token in the workload cluster.
 	w.connected(t)

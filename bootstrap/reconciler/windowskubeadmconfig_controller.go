@@ -37,8 +37,8 @@ import (
 	"github.com/capwin/capwin/bootstrap/validation"
 	"github.com/capwin/capwin/internal/clusterwatch"
 	"github.com/capwin/capwin/internal/deleted"
-	"github.com/capwin/capwin/node-components/discovery"
 	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/node-components/report"
 )
 
 // DefaultTokenTTL covers a slow Windows first boot (image specialisation,
@@ -313,10 +313,10 @@ func (r *Reconciler) replaceToken(ctx context.Context, config *bootstrapv1.Windo
 func (r *Reconciler) newNodeToken(ctx context.Context, config *bootstrapv1.WindowsKubeadmConfig, remote client.Client, cluster *clusterv1.Cluster, configMap string) (string, error) {
 	if err := ensureProgressAccess(ctx, remote, cluster.Name, configMap); err != nil {
 		setTokenCondition(config, metav1.ConditionFalse, bootstrapv1.WindowsKubeadmConfigTokenErrorReason,
-			fmt.Sprintf("Failed to create the node's progress ConfigMap, Role and RoleBinding %s/%s in the workload cluster", discovery.ProgressNamespace, configMap))
+			fmt.Sprintf("Failed to create the node's progress ConfigMap, Role and RoleBinding %s/%s in the workload cluster", report.ConfigMapNamespace, configMap))
 		return "", err
 	}
-	token, err := newToken(ctx, remote, r.now().Add(r.ttl()), discovery.ProgressGroup(configMap))
+	token, err := newToken(ctx, remote, r.now().Add(r.ttl()), report.TokenGroup(configMap))
 	if err != nil {
 		setTokenCondition(config, metav1.ConditionFalse, bootstrapv1.WindowsKubeadmConfigTokenErrorReason, "Failed to create a bootstrap token in the workload cluster")
 		return "", err

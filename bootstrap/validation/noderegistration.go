@@ -15,7 +15,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	bootstrapv1 "github.com/capwin/capwin/api/bootstrap/v1alpha1"
-	"github.com/capwin/capwin/node-components/render"
+	"github.com/capwin/capwin/node-components/noderules"
 )
 
 // A node's labels, taints and kubelet flags are checked by the kubelet when
@@ -175,8 +175,9 @@ type component struct {
 	// removed are flags the program no longer has: it exits with "unknown
 	// flag".
 	removed map[string]string
-	// problem says why a flag cannot be rendered (render's rule: its form,
-	// or a flag capwin-node sets itself), or "".
+	// problem says why a flag cannot be rendered (the agent's rule,
+	// node-components/noderules: its form, or a flag capwin-node sets
+	// itself), or "".
 	problem func(name string) string
 }
 
@@ -210,12 +211,12 @@ var kubeletFlags = component{
 		"container-runtime":                      "removed from the kubelet in Kubernetes 1.27, so the kubelet exits with \"unknown flag\"; the runtime is containerd, whose endpoint capwin sets",
 		"pod-infra-container-image":              "removed from the kubelet in Kubernetes 1.35 (it did nothing since 1.27), so the kubelet exits with \"unknown flag\"; set spec.containerd.pauseImage instead",
 	},
-	problem: render.KubeletArgProblem,
+	problem: noderules.KubeletArgProblem,
 }
 
 var kubeProxyFlags = component{
 	name:    "kube-proxy",
-	problem: render.KubeProxyArgProblem,
+	problem: noderules.KubeProxyArgProblem,
 }
 
 // validateExtraArgs checks the extra flags of one component. Flag names are

@@ -3,36 +3,26 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/layout"
+	"github.com/capwin/capwin/node-components/report"
 )
 
 // Progress is the join's state as the agent reports it after every phase
 // change: layout.Status on the node, and whatever Reporters carry it off
-// the node.
-type Progress struct {
-	NodeName string `json:"nodeName"`
-	// Phase is the phase running, failed or last finished.
-	Phase string `json:"phase"`
-	// State is Running, Failed or Joined.
-	State   ProgressState `json:"state"`
-	Message string        `json:"message,omitempty"`
-	// Retryable tells, for Failed, whether running join again may succeed.
-	Retryable bool          `json:"retryable,omitempty"`
-	Time      time.Time     `json:"time"`
-	Phases    []PhaseRecord `json:"phases"`
-}
+// the node. Its wire format is node-components/report's, which the
+// management side reads without linking the agent.
+type Progress = report.Progress
 
 // ProgressState is the join's overall state.
-type ProgressState string
+type ProgressState = report.ProgressState
 
 // The join's states.
 const (
-	ProgressRunning ProgressState = "Running"
-	ProgressFailed  ProgressState = "Failed"
-	ProgressJoined  ProgressState = "Joined"
+	ProgressRunning = report.ProgressRunning
+	ProgressFailed  = report.ProgressFailed
+	ProgressJoined  = report.ProgressJoined
 )
 
 // Reporter carries progress off the node. A reporter's failure never fails

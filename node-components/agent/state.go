@@ -9,6 +9,7 @@ import (
 
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/layout"
+	"github.com/capwin/capwin/node-components/report"
 )
 
 // State is what the agent remembers of a join, in layout.JoinState: the
@@ -35,17 +36,9 @@ type State struct {
 	Joined *time.Time `json:"joined,omitempty"`
 }
 
-// PhaseRecord is one finished phase.
-type PhaseRecord struct {
-	Name     string        `json:"name"`
-	Started  time.Time     `json:"started"`
-	Finished time.Time     `json:"finished"`
-	Duration time.Duration `json:"duration"`
-	// Waited is the part of Duration spent waiting on something outside
-	// the host: the API server, the kubelet, flannel.
-	Waited  time.Duration `json:"waited,omitempty"`
-	Message string        `json:"message,omitempty"`
-}
+// PhaseRecord is one finished phase, as the progress report carries it
+// (node-components/report).
+type PhaseRecord = report.PhaseRecord
 
 func (s *State) done(phase string) bool {
 	for _, p := range s.Phases {

@@ -5,30 +5,29 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/capwin/capwin/node-components/report"
 )
 
 // Where a joining node reports its progress in the cluster it joins: the
 // ConfigMap its configuration names (join.progressConfigMap; the bootstrap
 // provider uses the Machine's name) in ProgressNamespace, key ProgressKey.
-// The management cluster reads it through its connection to the workload
+// They are the report's own (node-components/report), which the
+// management cluster reads through its connection to the workload
 // cluster; no cloud API is involved.
 const (
-	ProgressNamespace = "capwin-node-bootstrap"
-	ProgressKey       = "progress"
+	ProgressNamespace = report.ConfigMapNamespace
+	ProgressKey       = report.ConfigMapKey
 )
 
-// ProgressGroup is the group a node's bootstrap token carries (among its
-// auth-extra-groups) so that RBAC can let it get and patch its own progress
-// ConfigMap and no other. The dots of the ConfigMap's name (a DNS-1123
-// subdomain) become colons, since a token's extra group may hold only
-// [a-z0-9:-] after "system:bootstrappers:". The mapping is injective: a
-// DNS name never contains ':', so each group comes from one name only.
+// ProgressGroup is report.TokenGroup: the group a node's bootstrap token
+// carries so that RBAC can let it get and patch its own progress ConfigMap
+// and no other.
 func ProgressGroup(configMap string) string {
-	return "system:bootstrappers:capwin:" + strings.ReplaceAll(configMap, ".", ":")
+	return report.TokenGroup(configMap)
 }
 
 // ProgressWriter writes a node's progress with its bootstrap token, over the

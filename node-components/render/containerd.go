@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	toml "github.com/pelletier/go-toml/v2"
 
 	"github.com/capwin/capwin/node-components/layout"
 	"github.com/capwin/capwin/node-components/nodeconfig"
+	"github.com/capwin/capwin/node-components/noderules"
 )
 
 // The runtime handlers of containerd's CRI plugin. They are containerd 2.x's
@@ -127,11 +127,6 @@ func ContainerdConfig(cfg *nodeconfig.Config, pauseImage string) ([]byte, error)
 	return b.Bytes(), nil
 }
 
-// registryName is a registry host namespace as containerd looks it up: a
-// host name or IPv4 address with an optional port. It becomes a directory
-// name, so nothing else may pass.
-var registryName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?(:[0-9]{1,5})?$`)
-
 // registryHostsDir is the directory containerd reads a registry's hosts.toml
 // from on Windows, where ':' cannot be in a file name: host:port becomes
 // host_port_ (containerd core/remotes/docker/config/hosts.go hostDirectory,
@@ -154,26 +149,18 @@ func registryServer(registry string) string {
 }
 
 // RegistryHosts returns one hosts.toml per registry with mirrors, at
-// <ContainerdCertsDir>\<registry>\hosts.toml (docs/hosts.md in containerd).
+// <ContainerdCertsDir>\<registry>\hosts.toml (docs/hosts.md in containerd),
+// or noderules.CheckRegistryMirrors' error for mirrors that cannot be.
 // The mirrors are tried in the configured order, so the host tables are
 // written in that order (containerd reads them by position); each may pull
 // and resolve, as a private mirror is trusted to. The registry "_default"
 // applies to every registry without its own file and has no server.
 func RegistryHosts(cfg *nodeconfig.Config) ([]File, error) {
+	if err := noderules.CheckRegistryMirrors(cfg.Containerd.RegistryMirrors); err != nil {
+		return nil, err
+	}
 	var files []File
-	seen := map[string]bool{}
 	for _, m := range cfg.Containerd.RegistryMirrors {
-		if m.Registry != "_default" && !registryName.MatchString(m.Registry) {
-			return nil, fmt.Errorf("rendering registry mirrors: %q is not a registry host name with an optional port", m.Registry)
-		}
-		dir := registryHostsDir(m.Registry)
-		if seen[strings.ToLower(dir)] {
-			return nil, fmt.Errorf("rendering registry mirrors: registry %q is listed twice", m.Registry)
-		}
-		seen[strings.ToLower(dir)] = true
-		if len(m.Endpoints) == 0 {
-			return nil, fmt.Errorf("rendering registry mirrors: registry %q has no mirror endpoints", m.Registry)
-		}
 		var b strings.Builder
 		b.WriteString("# Written by capwin-node: the mirrors of " + m.Registry + ", tried in this order.\n")
 		if m.Registry != "_default" {
@@ -183,12 +170,7 @@ func RegistryHosts(cfg *nodeconfig.Config) ([]File, error) {
 			}
 			b.WriteString("server = " + server + "\n")
 		}
-		hosts := map[string]bool{}
 		for _, e := range m.Endpoints {
-			if hosts[e] {
-				return nil, fmt.Errorf("rendering the mirrors of %q: endpoint %q is listed twice", m.Registry, nodeconfig.RedactURL(e))
-			}
-			hosts[e] = true
 			key, err := tomlString(e)
 			if err != nil {
 				return nil, fmt.Errorf("rendering the mirrors of %q: %w", m.Registry, err)
@@ -197,7 +179,7 @@ func RegistryHosts(cfg *nodeconfig.Config) ([]File, error) {
 			b.WriteString("  capabilities = [\"pull\", \"resolve\"]\n")
 		}
 		files = append(files, File{
-			Path: layout.ContainerdCertsDir + `\` + dir + `\hosts.toml`,
+			Path: layout.ContainerdCertsDir + `\` + registryHostsDir(m.Registry) + `\hosts.toml`,
 			Data: []byte(b.String()),
 		})
 	}

@@ -1,15 +1,10 @@
 package render
 
 import (
-	"errors"
-	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/layout"
@@ -31,70 +26,6 @@ var (
 // documentation ("Resource management for Windows nodes") and CAPZ's
 // Windows template run the kubelet above normal priority.
 const kubeletPriorityClass = "ABOVE_NORMAL_PRIORITY_CLASS"
-
-// The flags the agent sets and depends on. An ExtraArgs entry naming one is
-// refused by Check and dropped by Services and KubeProxyService, so the
-// agent's value always holds: a kubelet pointed at another kubeconfig, root
-// directory or node name would join as something the agent does not watch,
-// and --windows-service would make the program talk to the service manager
-// that capwin's service host already answers.
-var (
-	kubeletReservedFlags = flagSet(
-		"config", "config-dir", "bootstrap-kubeconfig", "kubeconfig", "cert-dir", "root-dir",
-		"hostname-override", "node-ip", "node-labels",
-		"container-runtime-endpoint", "image-service-endpoint", "windows-service",
-	)
-	kubeProxyReservedFlags = flagSet(
-		// With --config kube-proxy ignores most flags, and --master
-		// replaces the kubeconfig's server.
-		"config", "kubeconfig", "master", "hostname-override",
-		// The agent creates the network, reserves the source VIP and
-		// renders the CNI's loopback DSR to match enable-dsr.
-		"proxy-mode", "network-name", "source-vip", "enable-dsr", "windows-service",
-	)
-)
-
-func flagSet(names ...string) map[string]bool {
-	m := make(map[string]bool, len(names))
-	for _, n := range names {
-		m[n] = true
-	}
-	return m
-}
-
-// flagName is the form of an ExtraArgs name: a flag without its dashes.
-// Anything else ('=' in particular, which would let "kubeconfig=x" smuggle
-// a reserved flag in) is refused.
-var flagName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
-
-// normalizeFlag is the name as the Kubernetes components' flag parsing sees
-// it: they treat '_' as '-' (component-base WordSepNormalizeFunc).
-func normalizeFlag(name string) string {
-	return strings.ToLower(strings.ReplaceAll(name, "_", "-"))
-}
-
-// argProblem says why an ExtraArgs entry cannot be rendered, or "".
-func argProblem(a nodeconfig.Arg, reserved map[string]bool) string {
-	if !flagName.MatchString(a.Name) {
-		return fmt.Sprintf("%q is not a flag name (letters, digits, '-', '_' and '.', without leading dashes)", a.Name)
-	}
-	if reserved[normalizeFlag(a.Name)] {
-		return fmt.Sprintf("--%s is set by capwin-node and cannot be overridden", a.Name)
-	}
-	return ""
-}
-
-// KubeletArgProblem says why a kubelet extra flag (named without dashes)
-// cannot be passed, or "" when it can; KubeProxyArgProblem does the same for
-// kube-proxy. Admission and the agent apply the same rule.
-func KubeletArgProblem(name string) string {
-	return argProblem(nodeconfig.Arg{Name: name}, kubeletReservedFlags)
-}
-
-// KubeProxyArgProblem is KubeletArgProblem for kube-proxy.
-func KubeProxyArgProblem(name string) string {
-	return argProblem(nodeconfig.Arg{Name: name}, kubeProxyReservedFlags)
-}
 
 // extraArgs renders ExtraArgs as --name=value, in their order, after the
 // agent's own flags. Later occurrences of a flag win, as the components'
@@ -128,50 +59,6 @@ func nodeLabels(labels map[string]string) string {
 		pairs[i] = k + "=" + labels[k]
 	}
 	return strings.Join(pairs, ",")
-}
-
-func labelProblem(k, v string) string {
-	if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-		return fmt.Sprintf("label key %q: %s", k, strings.Join(errs, "; "))
-	}
-	if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
-		return fmt.Sprintf("label %q value %q: %s", k, v, strings.Join(errs, "; "))
-	}
-	return ""
-}
-
-// Check reports what in a configuration the renderers cannot express
-// faithfully: labels that are not valid Kubernetes labels, ExtraArgs that
-// are not flag names or name a flag the agent sets, and registry mirrors
-// that cannot become hosts files. The agent calls it before rendering; the
-// renderers themselves leave such entries out rather than render them
-// unsafely.
-func Check(cfg *nodeconfig.Config) error {
-	var errs []error
-	keys := make([]string, 0, len(cfg.Labels))
-	for k := range cfg.Labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if p := labelProblem(k, cfg.Labels[k]); p != "" {
-			errs = append(errs, errors.New("labels: "+p))
-		}
-	}
-	for i, a := range cfg.Kubelet.ExtraArgs {
-		if p := argProblem(a, kubeletReservedFlags); p != "" {
-			errs = append(errs, fmt.Errorf("kubelet.extraArgs[%d]: %s", i, p))
-		}
-	}
-	for i, a := range cfg.KubeProxy.ExtraArgs {
-		if p := argProblem(a, kubeProxyReservedFlags); p != "" {
-			errs = append(errs, fmt.Errorf("kubeProxy.extraArgs[%d]: %s", i, p))
-		}
-	}
-	if _, err := RegistryHosts(cfg); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
 }
 
 func exe(name string) string { return layout.BinDir + `\` + name }
