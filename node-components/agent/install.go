@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/capwin/capwin/node-components/bundle"
+	"github.com/capwin/capwin/node-components/cni"
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/layout"
 	"github.com/capwin/capwin/node-components/nodeconfig"
@@ -114,14 +115,18 @@ var FirewallScript string
 // program, dependencies and recovery actions, disabled and without the
 // node's flags, which join writes.
 func InstalledServices() []host.ServiceSpec {
-	// A configuration that has every service; only names, programs,
-	// dependencies and recovery actions are kept from it.
+	// A configuration that has every service, and every CNI driver's; only
+	// names, programs, dependencies and recovery actions are kept from it.
 	cfg := &nodeconfig.Config{NodeName: "install", CSIProxy: true,
-		Network: nodeconfig.Network{CNI: "flannel", Mode: "overlay", VXLANVNI: 4096, VXLANPort: 4789,
+		Network: nodeconfig.Network{Mode: "overlay", VXLANVNI: 4096, VXLANPort: 4789,
 			PodCIDRs: []string{"10.244.0.0/16"}, ServiceCIDRs: []string{"10.96.0.0/12"}},
 		Containerd: nodeconfig.Containerd{Isolation: "Process"}}
 	iface := host.Interface{Name: "Ethernet", IPv4: "192.0.2.1", Subnet: "192.0.2.0/24"}
-	specs := append(render.Services(cfg, iface), render.KubeProxyService(cfg, iface, "192.0.2.2"))
+	specs := render.Services(cfg, iface)
+	for _, d := range cni.All() {
+		specs = append(specs, d.Services(cfg, iface)...)
+	}
+	specs = append(specs, render.KubeProxyService(cfg, iface, "install", "192.0.2.2"))
 	out := make([]host.ServiceSpec, 0, len(specs))
 	for _, s := range specs {
 		s.StartType = host.StartDisabled

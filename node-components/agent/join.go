@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/capwin/capwin/node-components/cni"
 	"github.com/capwin/capwin/node-components/discovery"
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/layout"
@@ -79,6 +80,21 @@ type join struct {
 	waited time.Duration
 	// cluster reports to the cluster once discovery made it possible.
 	cluster Reporter
+	// driver is the pod network's (cfg.Network.CNI).
+	driver cni.Driver
+}
+
+// driverNode is what the CNI driver uses of the node during the join.
+type driverNode struct{ j *join }
+
+func (n driverNode) Host() host.Host { return n.j.Host }
+
+func (n driverNode) Wait(ctx context.Context, what string, cond func(context.Context) (bool, error)) error {
+	return n.j.wait(ctx, what, cond)
+}
+
+func (n driverNode) WriteIfChanged(path string, data []byte, private bool) error {
+	return n.j.writeIfChanged(path, data, private)
 }
 
 // Join runs the join with the configuration in configPath (normally
@@ -114,6 +130,10 @@ func (a *Agent) Join(ctx context.Context, configPath string) error {
 		return err
 	}
 	cfg, err := nodeconfig.Parse(data)
+	var driver cni.Driver
+	if err == nil {
+		driver, err = cni.For(cfg)
+	}
 	if err != nil {
 		pe := &PhaseError{Phase: PhasePreflight, Err: err}
 		a.report(ctx, Progress{Phase: PhasePreflight, State: ProgressFailed, Message: err.Error(), Time: a.now(), Phases: state.Phases})
@@ -131,14 +151,14 @@ func (a *Agent) Join(ctx context.Context, configPath string) error {
 	name, err := a.nodeName(ctx, cfg, state)
 	if err != nil {
 		a.logf("Phase %s: failed: %v", PhasePreflight, err)
-		j := &join{Agent: a, cfg: cfg, configPath: configPath, state: state}
+		j := &join{Agent: a, cfg: cfg, configPath: configPath, state: state, driver: driver}
 		j.reportAll(ctx, j.progress(PhasePreflight, ProgressFailed, err.Error(), false))
 		return &PhaseError{Phase: PhasePreflight, Err: err}
 	}
 	// From here on the configuration is the one this node applies: every
 	// phase, flag and report uses the resolved name.
 	cfg.NodeName, state.NodeName = name, name
-	j := &join{Agent: a, cfg: cfg, configPath: configPath, state: state}
+	j := &join{Agent: a, cfg: cfg, configPath: configPath, state: state, driver: driver}
 	a.logf("Joining node %s to %s (Kubernetes %s, %s %s); configuration sha256 %s", cfg.NodeName, cfg.Join.APIServerEndpoint, cfg.KubernetesVersion, cfg.Network.CNI, cfg.Network.Mode, hash[:12])
 	for _, p := range joinPhases {
 		if state.done(p.name) {

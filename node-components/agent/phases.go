@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/capwin/capwin/node-components/bundle"
+	"github.com/capwin/capwin/node-components/cni"
 	"github.com/capwin/capwin/node-components/discovery"
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/layout"
@@ -61,7 +62,7 @@ func (j *join) preflight(ctx context.Context) (string, error) {
 	if m.KubernetesVersion != j.cfg.KubernetesVersion {
 		return "", fmt.Errorf("the image's node bundle is for Kubernetes %s but the node must run %s: use an image built with the bundle for %s", m.KubernetesVersion, j.cfg.KubernetesVersion, j.cfg.KubernetesVersion)
 	}
-	if err := bundle.CheckInstalled(j.Host.FS(), m, bundle.Needed(j.cfg)); err != nil {
+	if err := bundle.CheckInstalled(j.Host.FS(), m, append(bundle.Needed(j.cfg), j.driver.BundleFiles(j.cfg)...)); err != nil {
 		return "", err
 	}
 	if err := bundle.CheckVersions(m); err != nil {
@@ -345,18 +346,21 @@ func (j *join) cni(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	files, err := render.CNI(j.cfg, iface)
+	files, err := j.driver.Files(j.cfg, iface)
 	if err != nil {
 		return "", err
 	}
 	if err := j.writeFiles(files); err != nil {
 		return "", err
 	}
-	// Flannel's files of an earlier configuration (the node now on Calico).
-	for _, f := range []string{layout.FlannelCNIConf, layout.FlannelNetConf} {
-		if !slices.ContainsFunc(files, func(r render.File) bool { return r.Path == f }) {
-			if err := fsys.Remove(f); err != nil {
-				return "", fmt.Errorf("removing %s of an earlier configuration: %w", f, err)
+	// The other CNIs' files, of an earlier configuration (the node now on
+	// another CNI).
+	for _, d := range cni.All() {
+		for _, f := range d.OwnFiles() {
+			if !slices.ContainsFunc(files, func(r render.File) bool { return r.Path == f }) {
+				if err := fsys.Remove(f); err != nil {
+					return "", fmt.Errorf("removing %s of an earlier configuration: %w", f, err)
+				}
 			}
 		}
 	}
@@ -368,34 +372,51 @@ func (j *join) cni(ctx context.Context) (string, error) {
 }
 
 func (j *join) hnsNetwork(ctx context.Context) (string, error) {
-	created, err := j.ensureExternalNetwork(ctx)
+	created, existed, err := j.ensureNetworks(ctx)
 	if err != nil {
 		return "", err
 	}
-	if created {
-		return "created HNS network " + layout.ExternalNetwork, nil
+	var parts []string
+	if len(created) > 0 {
+		parts = append(parts, "created HNS network "+strings.Join(created, ", "))
 	}
-	return "HNS network " + layout.ExternalNetwork + " exists", nil
+	if len(existed) > 0 {
+		parts = append(parts, "HNS network "+strings.Join(existed, ", ")+" exists")
+	}
+	if len(parts) == 0 {
+		return "no HNS network to make", nil
+	}
+	return strings.Join(parts, "; "), nil
 }
 
-// ensureExternalNetwork creates the External network unless one exists.
-func (j *join) ensureExternalNetwork(ctx context.Context) (bool, error) {
+// ensureNetworks creates the CNI driver's networks (External) that do not
+// exist, and returns the names of those it created and of those that
+// existed.
+func (j *join) ensureNetworks(ctx context.Context) (created, existed []string, err error) {
+	iface, err := j.Host.Facts().PrimaryInterface(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	want := j.driver.Networks(j.cfg, iface)
+	if len(want) == 0 {
+		return nil, nil, nil
+	}
 	hns := j.Host.HNS()
 	nets, err := hns.Networks(ctx)
 	if err != nil {
-		return false, fmt.Errorf("listing HNS networks: %w", err)
+		return nil, nil, fmt.Errorf("listing HNS networks: %w", err)
 	}
-	if slices.ContainsFunc(nets, func(n host.Network) bool { return strings.EqualFold(n.Name, layout.ExternalNetwork) }) {
-		return false, nil
+	for _, n := range want {
+		if slices.ContainsFunc(nets, func(have host.Network) bool { return strings.EqualFold(have.Name, n.Name) }) {
+			existed = append(existed, n.Name)
+			continue
+		}
+		if _, err := hns.CreateNetwork(ctx, n); err != nil {
+			return nil, nil, fmt.Errorf("creating the HNS network %s: %w", n.Name, err)
+		}
+		created = append(created, n.Name)
 	}
-	iface, err := j.Host.Facts().PrimaryInterface(ctx)
-	if err != nil {
-		return false, err
-	}
-	if _, err := hns.CreateNetwork(ctx, render.ExternalNetwork(j.cfg, iface)); err != nil {
-		return false, fmt.Errorf("creating the HNS network %s: %w", layout.ExternalNetwork, err)
-	}
-	return true, nil
+	return created, existed, nil
 }
 
 func (j *join) discovery(ctx context.Context) (string, error) {
@@ -434,7 +455,7 @@ func (j *join) discovery(ctx context.Context) (string, error) {
 func (j *join) kubelet(ctx context.Context) (string, error) {
 	// A reboot may have removed the network since the hns-network phase
 	// (flannel's are non-persistent, and the simulation drops those too).
-	if _, err := j.ensureExternalNetwork(ctx); err != nil {
+	if _, _, err := j.ensureNetworks(ctx); err != nil {
 		return "", err
 	}
 	iface, err := j.Host.Facts().PrimaryInterface(ctx)
@@ -442,7 +463,7 @@ func (j *join) kubelet(ctx context.Context) (string, error) {
 		return "", err
 	}
 	var started []string
-	for _, spec := range render.Services(j.cfg, iface) {
+	for _, spec := range append(render.Services(j.cfg, iface), j.driver.Services(j.cfg, iface)...) {
 		if err := j.applyService(ctx, spec); err != nil {
 			return "", err
 		}
@@ -485,14 +506,18 @@ func (j *join) nodeRegistration(ctx context.Context) (string, error) {
 }
 
 func (j *join) kubeProxy(ctx context.Context) (string, error) {
-	if j.cfg.Network.CNI == "flannel" {
-		if err := j.startService(ctx, layout.ServiceFlanneld); err != nil {
+	iface, err := j.Host.Facts().PrimaryInterface(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, spec := range j.driver.Services(j.cfg, iface) {
+		if err := j.startService(ctx, spec.Name); err != nil {
 			return "", err
 		}
 	}
-	network := render.HNSNetworkName(j.cfg)
+	network := j.driver.PodNetwork(j.cfg)
 	var nw host.Network
-	err := j.wait(ctx, "the pod network's HNS network "+network, func(ctx context.Context) (bool, error) {
+	err = j.wait(ctx, "the pod network's HNS network "+network, func(ctx context.Context) (bool, error) {
 		nets, err := j.Host.HNS().Networks(ctx)
 		if err != nil {
 			return false, err
@@ -508,22 +533,11 @@ func (j *join) kubeProxy(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	vip := ""
-	switch {
-	case j.cfg.Network.Mode == "overlay":
-		if vip, err = j.sourceVIP(ctx, nw); err != nil {
-			return "", err
-		}
-	case j.cfg.Network.CNI == "flannel":
-		if _, err := reserveBridgeEndpoint(j.Host.FS(), render.CNINetworkName(j.cfg), nw.AddressPrefix); err != nil {
-			return "", err
-		}
-	}
-	iface, err := j.Host.Facts().PrimaryInterface(ctx)
+	vip, err := j.driver.SourceVIP(ctx, driverNode{j}, j.cfg, nw)
 	if err != nil {
 		return "", err
 	}
-	if err := j.applyService(ctx, render.KubeProxyService(j.cfg, iface, vip)); err != nil {
+	if err := j.applyService(ctx, render.KubeProxyService(j.cfg, iface, network, vip)); err != nil {
 		return "", err
 	}
 	if err := j.startService(ctx, layout.ServiceKubeProxy); err != nil {

@@ -7,20 +7,42 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/capwin/capwin/node-components/cni"
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/layout"
 )
 
-// resetNetworks are the HNS networks a join makes: the agent's External
-// network and the pod networks flannel and Calico create for the node.
-var resetNetworks = []string{layout.ExternalNetwork, layout.FlannelOverlayNetwork, layout.FlannelL2BridgeNetwork, layout.CalicoNetwork}
+// resetNetworks are the HNS networks a join makes: those of every CNI
+// driver (the External network, and the pod networks flannel and Calico
+// create for the node), whichever the node used.
+var resetNetworks = func() []string {
+	var out []string
+	for _, d := range cni.All() {
+		for _, n := range d.ResetNetworks() {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}()
 
-// resetPaths are the files and directories a join leaves.
-var resetPaths = []string{
-	layout.KubeletDir, layout.KubeletKubeconfig, layout.BootstrapKubeconfig, layout.ContainerdCertsDir,
-	layout.CACert, layout.CNIConfDir, layout.FlannelNetConf, layout.FlannelRunDir, layout.CNIDataDir,
-	layout.SourceVIP, layout.SuccessSentinel, layout.JoinState, layout.Status,
-}
+// resetPaths are the files and directories a join leaves: the kubelet's,
+// containerd's hosts files, the join's records, and every CNI driver's.
+var resetPaths = func() []string {
+	out := []string{
+		layout.KubeletDir, layout.KubeletKubeconfig, layout.BootstrapKubeconfig, layout.ContainerdCertsDir,
+		layout.CACert, layout.SuccessSentinel, layout.JoinState, layout.Status,
+	}
+	for _, d := range cni.All() {
+		for _, p := range d.ResetPaths() {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}()
 
 // Reset undoes a join so that the machine can join again: the services are
 // stopped and put back as install left them, the HNS networks and their

@@ -7,12 +7,24 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/capwin/capwin/node-components/cni"
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/layout"
 )
 
-// serviceNames are the node's services, dependencies first.
-var serviceNames = []string{layout.ServiceContainerd, layout.ServiceCSIProxy, layout.ServiceKubelet, layout.ServiceFlanneld, layout.ServiceKubeProxy}
+// serviceNames are the node's services, dependencies first: the kubelet's,
+// every CNI driver's (which depend on the kubelet), kube-proxy.
+var serviceNames = func() []string {
+	names := []string{layout.ServiceContainerd, layout.ServiceCSIProxy, layout.ServiceKubelet}
+	for _, d := range cni.All() {
+		for _, n := range d.ServiceNames() {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	return append(names, layout.ServiceKubeProxy)
+}()
 
 // ensureService registers a service, or updates a registration that
 // differs, and says whether it changed anything; a service is never

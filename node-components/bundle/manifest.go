@@ -83,17 +83,10 @@ func Destination(name string) string {
 	return host.Join(layout.InstallDir, base)
 }
 
-// Needed are the bundle files a node with this configuration runs.
+// Needed are the bundle files a node with this configuration runs but for
+// its pod network's, which its CNI driver names (node-components/cni).
 func Needed(cfg *nodeconfig.Config) []string {
 	names := []string{"bin/containerd.exe", "bin/containerd-shim-runhcs-v1.exe", "bin/kubelet.exe", "bin/kube-proxy.exe"}
-	if cfg.Network.CNI == "flannel" {
-		names = append(names, "bin/flanneld.exe", "cni/flannel.exe", "cni/host-local.exe")
-		if cfg.Network.Mode == "overlay" {
-			names = append(names, "cni/win-overlay.exe")
-		} else {
-			names = append(names, "cni/win-bridge.exe")
-		}
-	}
 	if cfg.CSIProxy {
 		names = append(names, "bin/csi-proxy.exe")
 	}

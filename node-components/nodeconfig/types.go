@@ -106,7 +106,7 @@ type RegistryMirror struct {
 
 // Network is the pod network.
 type Network struct {
-	// CNI is flannel or calico.
+	// CNI is one of CNIs: flannel or calico.
 	CNI string `json:"cni"`
 	// Mode is overlay or l2bridge.
 	Mode string `json:"mode"`

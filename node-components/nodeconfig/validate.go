@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -240,12 +241,15 @@ func (cfg *Config) validateJoin(c *checker) {
 	}
 }
 
+// CNIs are the values of network.cni: each has a driver in capwin-node
+// (node-components/cni) and a value in WindowsKubeadmConfig's
+// spec.network.cni.
+var CNIs = []string{"flannel", "calico"}
+
 func (cfg *Config) validateNetwork(c *checker) {
 	n := cfg.Network
-	switch n.CNI {
-	case "flannel", "calico":
-	default:
-		c.add("network.cni", "%q must be flannel or calico", n.CNI)
+	if !slices.Contains(CNIs, n.CNI) {
+		c.add("network.cni", "%q must be one of %s", n.CNI, strings.Join(CNIs, ", "))
 	}
 	switch n.Mode {
 	case "overlay":

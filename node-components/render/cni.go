@@ -74,31 +74,21 @@ type netConfBackend struct {
 	Port int    `json:"Port,omitempty"`
 }
 
-// CNINetworkName is the "name" of the node's CNI network. host-local IPAM
-// keeps its allocations in CNIDataDir\<name>.
+// FlannelNetworkName is the network flannel makes for the node, by mode:
+// the name of the HNS network flanneld creates (net-conf.json's Backend
+// Name), which kube-proxy's --network-name names, and the CNI
+// configuration's "name", under which host-local IPAM keeps its
+// allocations (CNIDataDir\<name>).
 //
-// For flannel it is the HNS network's name too: flannel's CNI plugin gives
-// the delegate the conf's name, and win-overlay and win-bridge look the HNS
-// network up by that name (win-overlay_windows.go: GetHNSNetworkByName(n.Name)),
-// so the conf must be named after the network flanneld creates — the
-// sample confs name it vxlan0 and cbr0 (plugins/main/windows/win-overlay/
-// sample.conf, win-bridge/sample-v1.conf). flanneld's own default name
-// would be flannel.<VNI> (flannel Documentation/backends.md); net-conf.json
-// names the network explicitly so that the layout's name holds everywhere.
-// Calico's CNI names its network Calico (and allocates with calico-ipam,
-// not host-local).
-func CNINetworkName(cfg *nodeconfig.Config) string {
-	return HNSNetworkName(cfg)
-}
-
-// HNSNetworkName is the HNS network the CNI creates, which kube-proxy's
-// --network-name names: for flannel the backend's Name in net-conf.json
-// (vxlan0 for overlay, cbr0 for host-gw), for Calico "Calico" (the name
-// sig-windows-tools' Calico kube-proxy waits for).
-func HNSNetworkName(cfg *nodeconfig.Config) string {
-	if cfg.Network.CNI == "calico" {
-		return layout.CalicoNetwork
-	}
+// It is both: flannel's CNI plugin gives the delegate the conf's name, and
+// win-overlay and win-bridge look the HNS network up by that name
+// (win-overlay_windows.go: GetHNSNetworkByName(n.Name)), so the conf must be
+// named after the network flanneld creates — the sample confs name it
+// vxlan0 and cbr0 (plugins/main/windows/win-overlay/sample.conf,
+// win-bridge/sample-v1.conf). flanneld's own default name would be
+// flannel.<VNI> (flannel Documentation/backends.md); net-conf.json names the
+// network explicitly so that the layout's name holds everywhere.
+func FlannelNetworkName(cfg *nodeconfig.Config) string {
 	if cfg.Network.Mode == "l2bridge" {
 		return layout.FlannelL2BridgeNetwork
 	}
@@ -128,20 +118,9 @@ func ExternalNetwork(cfg *nodeconfig.Config, iface host.Interface) host.Network 
 	return n
 }
 
-// CNI returns the node's CNI configuration and flannel's net-conf.json.
-//
-// Calico gets neither: calico-node's Windows service writes its own CNI
-// configuration (with its IPAM and the Calico network), and a flannel file
-// in the same directory would shadow or contradict it.
-func CNI(cfg *nodeconfig.Config, iface host.Interface) ([]File, error) {
+// FlannelCNI returns flannel's CNI configuration and its net-conf.json.
+func FlannelCNI(cfg *nodeconfig.Config, iface host.Interface) ([]File, error) {
 	n := cfg.Network
-	switch n.CNI {
-	case "calico":
-		return nil, nil
-	case "flannel":
-	default:
-		return nil, fmt.Errorf("rendering the CNI configuration: CNI %q is neither flannel nor calico", n.CNI)
-	}
 	if len(n.PodCIDRs) == 0 {
 		return nil, fmt.Errorf("rendering the CNI configuration: no pod CIDR")
 	}
@@ -185,7 +164,7 @@ func CNI(cfg *nodeconfig.Config, iface host.Interface) ([]File, error) {
 	}
 	conf := cniConf{
 		CNIVersion: "0.3.0",
-		Name:       CNINetworkName(cfg),
+		Name:       FlannelNetworkName(cfg),
 		Type:       "flannel",
 		SubnetFile: layout.FlannelSubnetEnv,
 		// containerd passes the pod's DNS and host ports as runtimeConfig,

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/capwin/capwin/node-components/host"
+	gold "github.com/capwin/capwin/node-components/internal/golden"
 	"github.com/capwin/capwin/node-components/layout"
 	"github.com/capwin/capwin/node-components/nodeconfig"
 )
@@ -49,7 +50,7 @@ type netConfDoc struct {
 
 func renderCNI(t *testing.T, cfg *nodeconfig.Config, iface host.Interface) (cniDoc, netConfDoc, []File) {
 	t.Helper()
-	files, err := CNI(cfg, iface)
+	files, err := FlannelCNI(cfg, iface)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func paths(files []File) []string {
 // L2bridge: against win-bridge/sample-v2.conf, which is itself a flannel
 // conf delegating to win-bridge with SDNRoutes for the service CIDR and the
 // node's own /32.
-func TestCNIGoldenAgainstUpstreamSamples(t *testing.T) {
+func TestFlannelCNIGoldenAgainstUpstreamSamples(t *testing.T) {
 	for name, cfg := range map[string]*nodeconfig.Config{
 		"flannel-overlay":     newNode().obj(),
 		"flannel-l2bridge":    newNode().l2bridge().obj(),
@@ -94,15 +95,15 @@ func TestCNIGoldenAgainstUpstreamSamples(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, _, files := renderCNI(t, cfg, ethernet0)
-			golden(t, "cni-"+name+".conf", files[0].Data)
+			gold.Compare(t, "cni-"+name+".conf", files[0].Data)
 			if !cfg.KubeProxy.EnableDSR {
-				golden(t, "net-conf-"+name+".json", files[1].Data)
+				gold.Compare(t, "net-conf-"+name+".json", files[1].Data)
 			}
 		})
 	}
 }
 
-func TestCNIOverlayFacts(t *testing.T) {
+func TestFlannelCNIOverlayFacts(t *testing.T) {
 	cfg := newNode().obj()
 	c, n, files := renderCNI(t, cfg, ethernet0)
 	for _, f := range files {
@@ -118,8 +119,8 @@ func TestCNIOverlayFacts(t *testing.T) {
 	}
 	// win-overlay finds the HNS network by the conf's name, and flannel
 	// creates it under the backend's Name: they must agree.
-	if c.Name != n.Backend.Name || c.Name != layout.FlannelOverlayNetwork || HNSNetworkName(cfg) != c.Name || CNINetworkName(cfg) != c.Name {
-		t.Errorf("conf name %q, backend name %q, HNS network %q: must all be %q", c.Name, n.Backend.Name, HNSNetworkName(cfg), layout.FlannelOverlayNetwork)
+	if c.Name != n.Backend.Name || c.Name != layout.FlannelOverlayNetwork || FlannelNetworkName(cfg) != c.Name {
+		t.Errorf("conf name %q, backend name %q, network %q: must all be %q", c.Name, n.Backend.Name, FlannelNetworkName(cfg), layout.FlannelOverlayNetwork)
 	}
 	if c.Type != "flannel" || c.Delegate.Type != "win-overlay" || c.Delegate.APIVersion != 2 {
 		t.Errorf("type %q delegating to %q API %d, want flannel → win-overlay with HCN (API 2)", c.Type, c.Delegate.Type, c.Delegate.APIVersion)
@@ -153,14 +154,14 @@ func TestCNIOverlayFacts(t *testing.T) {
 	}
 }
 
-func TestCNIL2BridgeFacts(t *testing.T) {
+func TestFlannelCNIL2BridgeFacts(t *testing.T) {
 	cfg := newNode().l2bridge().obj()
 	c, n, _ := renderCNI(t, cfg, ethernet0)
 	if n.Backend.Type != "host-gw" || n.Backend.Name != layout.FlannelL2BridgeNetwork || n.Backend.VNI != 0 || n.Backend.Port != 0 {
 		t.Errorf("backend = %+v, want host-gw named %s", n.Backend, layout.FlannelL2BridgeNetwork)
 	}
-	if c.Name != layout.FlannelL2BridgeNetwork || HNSNetworkName(cfg) != c.Name {
-		t.Errorf("conf name %q, HNS network %q, want %s", c.Name, HNSNetworkName(cfg), layout.FlannelL2BridgeNetwork)
+	if c.Name != layout.FlannelL2BridgeNetwork || FlannelNetworkName(cfg) != c.Name {
+		t.Errorf("conf name %q, network %q, want %s", c.Name, FlannelNetworkName(cfg), layout.FlannelL2BridgeNetwork)
 	}
 	if c.Delegate.Type != "win-bridge" || c.Delegate.APIVersion != 2 {
 		t.Errorf("delegate %q API %d, want win-bridge API 2", c.Delegate.Type, c.Delegate.APIVersion)
@@ -177,19 +178,8 @@ func TestCNIL2BridgeFacts(t *testing.T) {
 	if !slices.Equal(routes, []string{"10.96.0.0/12", "10.0.0.15/32"}) {
 		t.Errorf("routes = %v, want the service CIDR and the node's own /32", routes)
 	}
-	if _, err := CNI(cfg, host.Interface{Name: "Ethernet0"}); err == nil {
+	if _, err := FlannelCNI(cfg, host.Interface{Name: "Ethernet0"}); err == nil {
 		t.Error("l2bridge rendered without the node's address")
-	}
-}
-
-func TestCNICalicoWritesNothing(t *testing.T) {
-	cfg := newNode().calico().obj()
-	files, err := CNI(cfg, ethernet0)
-	if err != nil || len(files) != 0 {
-		t.Errorf("CNI for Calico = %v, %v; want nothing: calico-node writes its own", paths(files), err)
-	}
-	if HNSNetworkName(cfg) != layout.CalicoNetwork || CNINetworkName(cfg) != layout.CalicoNetwork {
-		t.Errorf("Calico's network is %q/%q, want %q", HNSNetworkName(cfg), CNINetworkName(cfg), layout.CalicoNetwork)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	toml "github.com/pelletier/go-toml/v2"
 
+	gold "github.com/capwin/capwin/node-components/internal/golden"
 	"github.com/capwin/capwin/node-components/layout"
 	"github.com/capwin/capwin/node-components/nodeconfig"
 )
@@ -82,7 +83,7 @@ func TestContainerdConfigGoldenAgainstContainerdWindowsDefaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, name, data)
+			gold.Compare(t, name, data)
 		})
 	}
 }
@@ -177,7 +178,7 @@ func TestRegistryHostsGoldenAgainstContainerdHostsDoc(t *testing.T) {
 			t.Errorf("%s is private; it holds no secret", f.Path)
 		}
 		name := "hosts-" + strings.TrimSuffix(strings.TrimPrefix(f.Path, layout.ContainerdCertsDir+`\`), `\hosts.toml`) + ".toml"
-		golden(t, name, f.Data)
+		gold.Compare(t, name, f.Data)
 	}
 
 	var docker hostsDoc

@@ -1,18 +1,10 @@
 package render
 
 import (
-	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
-	"testing"
-
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/nodeconfig"
 	"github.com/capwin/capwin/node-components/nodeconfig/nodeconfigtest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // node is a builder for the node configurations the tests render: a
 // flannel overlay worker, as the bootstrap provider renders one for cluster
@@ -30,8 +22,6 @@ func (n *node) l2bridge() *node {
 	n.c.Network.Mode, n.c.Network.VXLANVNI, n.c.Network.VXLANPort = "l2bridge", 0, 0
 	return n
 }
-
-func (n *node) calico() *node { n.c.Network.CNI = "calico"; return n }
 
 func (n *node) hyperV() *node { n.c.Containerd.Isolation = "HyperV"; return n }
 
@@ -64,33 +54,3 @@ const sourceVIP = "10.244.3.2"
 // testCAPEM is a fixed CA for the kubeconfig golden file; its content is not
 // parsed, only carried.
 var testCAPEM = []byte("-----BEGIN CERTIFICATE-----\nMIIBdzCCAR2gAwIBAgIBADAKBggqhkjOPQQDAjAVMRMwEQYDVQQDEwprdWJlcm5ldGVz\n-----END CERTIFICATE-----\n")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./render -update to create it)", err)
-	}
-	if !bytes.Equal(want, got) {
-		t.Errorf("%s differs from the rendered output (go test ./render -update rewrites it):\n%s", path, got)
-	}
-}
-
-func mustRead(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}

@@ -91,7 +91,7 @@ func TestHostileConfigCommandLinesSplitBack(t *testing.T) {
 				if got := host.SplitCommandLine(line); !slices.Equal(got, s.Command) {
 					t.Fatalf("%s %s: %s\nsplits into %q\nwant       %q", mode, s.Name, line, got, s.Command)
 				}
-				if s.Name == "kube-proxy" && mode == "overlay" && vip != "" && !hasArg(program(s), "--source-vip="+vip) {
+				if s.Name == "kube-proxy" && vip != "" && !hasArg(program(s), "--source-vip="+vip) {
 					t.Errorf("source VIP %d is not one argument: %q", vi, program(s))
 				}
 			}
@@ -248,7 +248,7 @@ func TestInvalidUTF8Refused(t *testing.T) {
 	}
 	cfg := newNode().obj()
 	cfg.Network.OutboundNATExceptions = []string{bad}
-	if _, err := CNI(cfg, ethernet0); err == nil {
+	if _, err := FlannelCNI(cfg, ethernet0); err == nil {
 		t.Error("the CNI conf rendered an invalid exception")
 	}
 	cfg = newNode().obj()

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	gold "github.com/capwin/capwin/node-components/internal/golden"
 	"github.com/capwin/capwin/node-components/layout"
 )
 
@@ -32,16 +33,16 @@ func parseYAML(t *testing.T, data []byte) map[string]any {
 // Windows kubelet's validation (pkg/kubelet/apis/config/validation) and its
 // eviction defaults (pkg/kubelet/eviction/defaults_windows.go).
 func TestKubeletConfigGoldenAgainstPrepareNode(t *testing.T) {
-	out, err := KubeletConfig(mustRead(t, "kubelet-config.cluster.yaml"), newNode().obj())
+	out, err := KubeletConfig(gold.Read(t, "kubelet-config.cluster.yaml"), newNode().obj())
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "kubelet-config.yaml", out)
+	gold.Compare(t, "kubelet-config.yaml", out)
 }
 
 func TestKubeletConfigFacts(t *testing.T) {
 	cfg := newNode().obj()
-	m := parseYAML(t, must(KubeletConfig(mustRead(t, "kubelet-config.cluster.yaml"), cfg)))
+	m := parseYAML(t, must(KubeletConfig(gold.Read(t, "kubelet-config.cluster.yaml"), cfg)))
 
 	for field, want := range map[string]any{
 		"apiVersion":               "kubelet.config.k8s.io/v1beta1",
@@ -149,7 +150,7 @@ func TestBootstrapKubeconfigGoldenAgainstKubeadm(t *testing.T) {
 	if f.Path != layout.BootstrapKubeconfig || !f.Private {
 		t.Errorf("file %s private=%v, want %s private", f.Path, f.Private, layout.BootstrapKubeconfig)
 	}
-	golden(t, "bootstrap-kubelet.conf", f.Data)
+	gold.Compare(t, "bootstrap-kubelet.conf", f.Data)
 
 	c, err := clientcmd.Load(f.Data)
 	if err != nil {

@@ -93,8 +93,9 @@ func service(name, display, description string, command []string, deps ...string
 }
 
 // Services returns the node's Windows services in start order: containerd,
-// csi-proxy when enabled, the kubelet, and flanneld with flannel.
-// kube-proxy, which needs the source VIP, comes from KubeProxyService.
+// csi-proxy when enabled, the kubelet. The pod network's services are its
+// CNI driver's (node-components/cni); kube-proxy, which needs the pod
+// network and its source VIP, comes from KubeProxyService.
 func Services(cfg *nodeconfig.Config, iface host.Interface) []host.ServiceSpec {
 	svcs := []host.ServiceSpec{containerdService()}
 	kubeletDeps := []string{layout.ServiceContainerd}
@@ -103,9 +104,6 @@ func Services(cfg *nodeconfig.Config, iface host.Interface) []host.ServiceSpec {
 		kubeletDeps = append(kubeletDeps, layout.ServiceCSIProxy)
 	}
 	svcs = append(svcs, kubeletService(cfg, iface, kubeletDeps))
-	if cfg.Network.CNI == "flannel" {
-		svcs = append(svcs, flanneldService(cfg, iface))
-	}
 	for i := range svcs {
 		svcs[i].Environment = append(svcs[i].Environment, ProxyEnvironment(cfg)...)
 	}
@@ -178,7 +176,7 @@ func kubeletService(cfg *nodeconfig.Config, iface host.Interface, deps []string)
 	return service(layout.ServiceKubelet, "kubelet", "Kubernetes node agent (capwin).", hosted(layout.ServiceKubelet, argv...), deps...)
 }
 
-// flanneldService runs flanneld outside a pod, as the upstream Windows
+// FlanneldService runs flanneld outside a pod, as the upstream Windows
 // scripts did before host-process containers: with the kube subnet manager,
 // the node name from NODE_NAME (pkg/subnet/kube/kube.go reads it when
 // POD_NAME and POD_NAMESPACE are unset), and the node's address as its
@@ -195,7 +193,7 @@ func kubeletService(cfg *nodeconfig.Config, iface host.Interface, deps []string)
 // grant a node: the flavors bind the ClusterRole capwin:flanneld to the
 // group system:nodes (docs/node-identity.md). Without that grant flanneld
 // gets no lease and the join waits for its network in vain.
-func flanneldService(cfg *nodeconfig.Config, iface host.Interface) host.ServiceSpec {
+func FlanneldService(cfg *nodeconfig.Config, iface host.Interface) host.ServiceSpec {
 	s := service(layout.ServiceFlanneld, "flanneld", "flannel pod network (capwin).", hosted(layout.ServiceFlanneld,
 		exe("flanneld.exe"),
 		"--kube-subnet-mgr",
@@ -205,14 +203,15 @@ func flanneldService(cfg *nodeconfig.Config, iface host.Interface) host.ServiceS
 		"--iface="+iface.IPv4,
 		"--ip-masq=false",
 	), layout.ServiceKubelet)
-	s.Environment = []string{"NODE_NAME=" + cfg.NodeName}
+	s.Environment = append([]string{"NODE_NAME=" + cfg.NodeName}, ProxyEnvironment(cfg)...)
 	return s
 }
 
-// KubeProxyService is kube-proxy in the Windows kernel (HNS) mode.
+// KubeProxyService is kube-proxy in the Windows kernel (HNS) mode, on the
+// HNS network network (the CNI driver's pod network).
 //
-// In overlay mode kube-proxy needs the source VIP the agent reserved on the
-// node's pod subnet. WinOverlay and WinDSR are GA and locked on since
+// In overlay mode kube-proxy needs a source VIP on the node's pod subnet,
+// which the CNI driver reserved; sourceVIP is empty otherwise. WinOverlay and WinDSR are GA and locked on since
 // Kubernetes 1.34 (pkg/features/kube_features.go), so no feature gate is
 // passed; only a kube-proxy older than 1.33, where WinDSR was off by
 // default, gets --feature-gates=WinDSR=true with DSR.
@@ -223,16 +222,16 @@ func flanneldService(cfg *nodeconfig.Config, iface host.Interface) host.ServiceS
 // kube-proxy's ClusterRole system:node-proxier to the group system:nodes
 // (docs/node-identity.md). Without that grant kube-proxy programs no
 // Service.
-func KubeProxyService(cfg *nodeconfig.Config, iface host.Interface, sourceVIP string) host.ServiceSpec {
+func KubeProxyService(cfg *nodeconfig.Config, iface host.Interface, network, sourceVIP string) host.ServiceSpec {
 	argv := []string{
 		exe("kube-proxy.exe"),
 		"--proxy-mode=kernelspace",
 		"--hostname-override=" + cfg.NodeName,
 		"--kubeconfig=" + layout.KubeletKubeconfig,
 		"--cluster-cidr=" + strings.Join(cfg.Network.PodCIDRs, ","),
-		"--network-name=" + HNSNetworkName(cfg),
+		"--network-name=" + network,
 	}
-	if cfg.Network.Mode == "overlay" && sourceVIP != "" {
+	if sourceVIP != "" {
 		argv = append(argv, "--source-vip="+sourceVIP)
 	}
 	if cfg.KubeProxy.EnableDSR {

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -11,50 +10,11 @@ import (
 	"github.com/capwin/capwin/node-components/nodeconfig"
 )
 
-// allServices is every service of a node, kube-proxy last.
+// allServices is every service render makes, for a flannel node: the
+// node's, flanneld and kube-proxy. The services a node of each CNI runs, in
+// order, are the cni package's golden files.
 func allServices(cfg *nodeconfig.Config, iface host.Interface, vip string) []host.ServiceSpec {
-	return append(Services(cfg, iface), KubeProxyService(cfg, iface, vip))
-}
-
-// describe renders services as the golden files show them: the service
-// manager's view, with each command line exactly as it is registered.
-func describe(svcs []host.ServiceSpec) []byte {
-	var b strings.Builder
-	for _, s := range svcs {
-		fmt.Fprintf(&b, "[%s] %s — %s\n", s.Name, s.DisplayName, s.Description)
-		fmt.Fprintf(&b, "start: %s; restart after %v, reset after %v\n", s.StartType, s.RestartDelays, s.ResetPeriod)
-		if len(s.Dependencies) > 0 {
-			fmt.Fprintf(&b, "depends on: %s\n", strings.Join(s.Dependencies, ", "))
-		}
-		for _, e := range s.Environment {
-			fmt.Fprintf(&b, "environment: %s\n", e)
-		}
-		fmt.Fprintf(&b, "command line: %s\n\n", host.CommandLine(s.Command))
-	}
-	return []byte(b.String())
-}
-
-// The flags were checked against each program's source: containerd
-// cmd/containerd/command (service_windows.go, main.go), the kubelet's
-// cmd/kubelet/app/options (osflags_windows.go), kube-proxy's
-// cmd/kube-proxy/app (init_windows.go, options.go), flannel main.go and
-// pkg/subnet/kube/kube.go, csi-proxy v1.3.0 cmd/csi-proxy/main.go; and
-// against sig-windows-tools' flannel host-process scripts (flanneld
-// --kube-subnet-mgr --iface <ip>; kube-proxy --proxy-mode=kernelspace
-// --hostname-override --source-vip).
-func TestServicesGoldenAgainstUpstreamFlags(t *testing.T) {
-	for name, cfg := range map[string]*nodeconfig.Config{
-		"flannel-overlay":           newNode().obj(),
-		"flannel-l2bridge":          newNode().l2bridge().obj(),
-		"calico-dsr":                newNode().calico().dsr().obj(),
-		"csi-proxy":                 newNode().csiProxy().obj(),
-		"extra-args":                newNode().kubeletArgs(nodeconfig.Arg{Name: "v", Value: "4"}, nodeconfig.Arg{Name: "cloud-provider", Value: "external"}).kubeProxyArgs(nodeconfig.Arg{Name: "v", Value: "3"}).obj(),
-		"flannel-overlay-dsr-v1.32": newNode().dsr().version("v1.32.9").obj(),
-	} {
-		t.Run(name, func(t *testing.T) {
-			golden(t, "services-"+name+".txt", describe(allServices(cfg, ethernet0, sourceVIP)))
-		})
-	}
+	return append(Services(cfg, iface), FlanneldService(cfg, iface), KubeProxyService(cfg, iface, FlannelNetworkName(cfg), vip))
 }
 
 func names(svcs []host.ServiceSpec) []string {
@@ -95,15 +55,13 @@ func program(s host.ServiceSpec) []string {
 }
 
 func TestServicesOrderAndShape(t *testing.T) {
-	svcs := Services(newNode().csiProxy().obj(), ethernet0)
-	want := []string{layout.ServiceContainerd, layout.ServiceCSIProxy, layout.ServiceKubelet, layout.ServiceFlanneld}
-	if !slices.Equal(names(svcs), want) {
-		t.Fatalf("services = %v, want %v in start order", names(svcs), want)
+	cfg := newNode().csiProxy().obj()
+	want := []string{layout.ServiceContainerd, layout.ServiceCSIProxy, layout.ServiceKubelet}
+	if got := names(Services(cfg, ethernet0)); !slices.Equal(got, want) {
+		t.Fatalf("services = %v, want %v in start order", got, want)
 	}
-	if got := names(Services(newNode().calico().obj(), ethernet0)); !slices.Equal(got, []string{layout.ServiceContainerd, layout.ServiceKubelet}) {
-		t.Errorf("Calico node services = %v, want containerd and the kubelet", got)
-	}
-	for _, s := range append(svcs, KubeProxyService(newNode().obj(), ethernet0, sourceVIP)) {
+	svcs := allServices(cfg, ethernet0, sourceVIP)
+	for _, s := range svcs {
 		if s.StartType != host.StartAutomatic {
 			t.Errorf("%s starts %s; a rebooted node must come back by itself", s.Name, s.StartType)
 		}
@@ -148,7 +106,7 @@ func TestServicesOrderAndShape(t *testing.T) {
 			t.Errorf("kubelet lacks %s: %q", a, program(k))
 		}
 	}
-	f := byName(svcs, layout.ServiceFlanneld)
+	f := FlanneldService(cfg, ethernet0)
 	if !slices.Equal(f.Dependencies, []string{layout.ServiceKubelet}) || !slices.Equal(f.Environment, []string{"NODE_NAME=win1-md-q3zk5a"}) {
 		t.Errorf("flanneld depends on %v with environment %v", f.Dependencies, f.Environment)
 	}
@@ -178,7 +136,10 @@ func TestNodeLabelsSorted(t *testing.T) {
 }
 
 func TestKubeProxyFlags(t *testing.T) {
-	overlay := program(KubeProxyService(newNode().obj(), ethernet0, sourceVIP))
+	kubeProxy := func(cfg *nodeconfig.Config, vip string) []string {
+		return program(KubeProxyService(cfg, ethernet0, FlannelNetworkName(cfg), vip))
+	}
+	overlay := kubeProxy(newNode().obj(), sourceVIP)
 	for _, a := range []string{"--proxy-mode=kernelspace", "--hostname-override=win1-md-q3zk5a", "--kubeconfig=" + layout.KubeletKubeconfig, "--cluster-cidr=10.244.0.0/16", "--network-name=vxlan0", "--source-vip=" + sourceVIP} {
 		if !hasArg(overlay, a) {
 			t.Errorf("overlay kube-proxy lacks %s: %q", a, overlay)
@@ -191,24 +152,24 @@ func TestKubeProxyFlags(t *testing.T) {
 	}
 	dual := newNode().l2bridge().obj()
 	dual.Network.PodCIDRs = []string{"10.244.0.0/16", "fd00:10:244::/56"}
-	l2 := program(KubeProxyService(dual, ethernet0, sourceVIP))
+	l2 := kubeProxy(dual, "")
 	if !hasArg(l2, "--cluster-cidr=10.244.0.0/16,fd00:10:244::/56") || !hasArg(l2, "--network-name=cbr0") {
 		t.Errorf("l2bridge kube-proxy: %q", l2)
 	}
 	for _, a := range l2 {
 		if strings.HasPrefix(a, "--source-vip") {
-			t.Errorf("l2bridge needs no source VIP: %s", a)
+			t.Errorf("no source VIP given, yet %s", a)
 		}
 	}
 	// WinDSR is GA and locked on since 1.34: a gate is passed only where it
 	// was still off by default.
-	if a := program(KubeProxyService(newNode().dsr().obj(), ethernet0, sourceVIP)); !hasArg(a, "--enable-dsr=true") || hasArg(a, "--feature-gates=WinDSR=true") {
+	if a := kubeProxy(newNode().dsr().obj(), sourceVIP); !hasArg(a, "--enable-dsr=true") || hasArg(a, "--feature-gates=WinDSR=true") {
 		t.Errorf("1.36 with DSR: %q", a)
 	}
-	if a := program(KubeProxyService(newNode().dsr().version("v1.32.9").obj(), ethernet0, sourceVIP)); !hasArg(a, "--feature-gates=WinDSR=true") {
+	if a := kubeProxy(newNode().dsr().version("v1.32.9").obj(), sourceVIP); !hasArg(a, "--feature-gates=WinDSR=true") {
 		t.Errorf("1.32 with DSR: %q", a)
 	}
-	if s := KubeProxyService(newNode().obj(), ethernet0, sourceVIP); !slices.Equal(s.Dependencies, []string{layout.ServiceKubelet}) {
+	if s := KubeProxyService(newNode().obj(), ethernet0, "vxlan0", sourceVIP); !slices.Equal(s.Dependencies, []string{layout.ServiceKubelet}) {
 		t.Errorf("kube-proxy depends on %v", s.Dependencies)
 	}
 }
@@ -244,7 +205,7 @@ func TestExtraArgsCannotOverrideAgentFlags(t *testing.T) {
 		if Check(cfg) == nil {
 			t.Errorf("Check accepts kubeProxy.extraArgs overriding --%s", flag)
 		}
-		for _, a := range program(KubeProxyService(cfg, ethernet0, sourceVIP)) {
+		for _, a := range program(KubeProxyService(cfg, ethernet0, FlannelNetworkName(cfg), sourceVIP)) {
 			if strings.Contains(a, "evil") {
 				t.Errorf("kubeProxy.extraArgs overrode --%s: %s", flag, a)
 			}

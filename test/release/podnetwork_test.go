@@ -65,7 +65,7 @@ func windowsFlannelNetConf(t *testing.T, objs []*unstructured.Unstructured) flan
 		PodCIDRs: pods, ServiceCIDRs: services,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	files, err := render.CNI(cfg, host.Interface{Name: "Ethernet0", IPv4: "10.0.0.15", Subnet: "10.0.0.0/24"})
+	files, err := render.FlannelCNI(cfg, host.Interface{Name: "Ethernet0", IPv4: "10.0.0.15", Subnet: "10.0.0.0/24"})
 	g.Expect(err).NotTo(HaveOccurred())
 	i := slices.IndexFunc(files, func(f render.File) bool { return f.Path == layout.FlannelNetConf })
 	g.Expect(i).NotTo(Equal(-1), "capwin-node writes %s", layout.FlannelNetConf)

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// maxAgentSize is capwin-node.exe's budget: it travels in every image and,
-// when an image lacks it, is downloaded at first boot.
+// maxAgentSize is capwin-node.exe's budget: it travels in every image (the
+// bootstrap stub fails at once on an image without it).
 const maxAgentSize = 25 << 20
 
 // BenchmarkAgentBinarySize builds capwin-node.exe for windows/amd64 as the

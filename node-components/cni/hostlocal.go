@@ -1,46 +1,26 @@
-package agent
+package cni
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
-	"strings"
 
 	"github.com/containernetworking/plugins/plugins/ipam/host-local/backend/disk"
 
 	"github.com/capwin/capwin/node-components/host"
 	"github.com/capwin/capwin/node-components/layout"
-	"github.com/capwin/capwin/node-components/render"
 )
+
+// host-local IPAM's store (the CNI plugins' own disk backend) on the node:
+// flannel's pods get their addresses from it, and the addresses the node
+// itself uses on the pod network are reserved in it.
 
 // sourceVIPOwner is the ID under which the source VIP is reserved in
 // host-local's store, where a pod's container ID would be.
 const (
 	sourceVIPOwner  = "capwin-kube-proxy-source-vip"
 	sourceVIPIfName = "sourcevip"
-	// calicoEndpoint is the host endpoint Calico's Windows node creates on
-	// its VXLAN network; its address is kube-proxy's source VIP.
-	calicoEndpoint = "Calico_ep"
 )
-
-// sourceVIP returns kube-proxy's source VIP on the overlay network nw: the
-// address it gives its remote endpoint, which must never go to a pod.
-func (j *join) sourceVIP(ctx context.Context, nw host.Network) (string, error) {
-	if j.cfg.Network.CNI == "calico" {
-		return j.calicoSourceVIP(ctx, nw)
-	}
-	vip, err := reserveSourceVIP(j.Host.FS(), render.CNINetworkName(j.cfg), nw.AddressPrefix)
-	if err != nil {
-		return "", err
-	}
-	data, _ := json.Marshal(map[string]string{"ip": vip, "network": nw.Name, "subnet": nw.AddressPrefix})
-	if err := j.writeIfChanged(layout.SourceVIP, append(data, '\n'), false); err != nil {
-		return "", err
-	}
-	return vip, nil
-}
 
 // reserveSourceVIP reserves an address of subnet in host-local IPAM's store
 // for the CNI network, where the CNI plugin allocates pod addresses: the
@@ -134,22 +114,4 @@ func reserveBridgeEndpoint(fsys host.FS, cniNetwork, subnet string) (string, err
 		return "", fmt.Errorf("%s, flannel's host endpoint on the l2bridge network, is already given to a pod in host-local's store (%s\\%s): delete that pod and run join again", a, layout.CNIDataDir, cniNetwork)
 	}
 	return a.String(), nil
-}
-
-func (j *join) calicoSourceVIP(ctx context.Context, nw host.Network) (string, error) {
-	var vip string
-	err := j.wait(ctx, "Calico's host endpoint "+calicoEndpoint, func(ctx context.Context) (bool, error) {
-		eps, err := j.Host.HNS().Endpoints(ctx)
-		if err != nil {
-			return false, err
-		}
-		for _, e := range eps {
-			if strings.EqualFold(e.Name, calicoEndpoint) && strings.EqualFold(e.NetworkID, nw.ID) {
-				vip = e.IPAddress
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	return vip, err
 }
